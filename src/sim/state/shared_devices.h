@@ -26,6 +26,14 @@
 
 namespace fgpu::sim {
 
+// Limits of the segment layout (docs/sim-segment.md): devices per configuration and
+// processes attached at once.
+inline constexpr int kMaxSimDevices = 16;
+inline constexpr int kMaxProcessSlots = 128;
+// Device memory above this is refused: it keeps the sum of 128 slots' charges far from
+// uint64 overflow, and no GPU comes near it.
+inline constexpr uint64_t kMaxDeviceMemory = 1ull << 50;  // 1 PiB
+
 struct DeviceSpec {
   std::string name = "NVIDIA H100 80GB HBM3";
   std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"; derived from the index if empty
@@ -57,6 +65,10 @@ Result<SimConfig> LoadSimConfig(const std::string& path);
 SimConfig DefaultSimConfig();
 // Stable digest of everything in the config that the segment's meaning depends on.
 uint64_t ConfigFingerprint(const SimConfig& config);
+// Checks a config built in code against the rules ParseSimConfig enforces (device
+// count, sizes, formats, duplicates). Errors name the field as "devices[i].field".
+// A config from ParseSimConfig always passes.
+Status ValidateSimConfig(const SimConfig& config);
 
 struct MemoryInfo {
   uint64_t total = 0;
@@ -99,6 +111,7 @@ class SharedDevices {
   SharedDevices& operator=(const SharedDevices&) = delete;
 
   int device_count() const;
+  // An index outside [0, device_count()) yields a spec with an empty name and zero sizes.
   const DeviceSpec& spec(int device) const;
   const SimConfig& config() const;
   const std::string& segment_name() const;
@@ -122,10 +135,22 @@ class SharedDevices {
   // serialize here (time-slicing, as a GPU without MPS).
   KernelSlot EnqueueKernel(int device, uint64_t not_before_ns, uint64_t duration_ns);
   // Percentage (0-100) of [now - period, now] during which a kernel occupied the device.
+  // Periods longer than 10 s are shortened to 10 s (the history kept).
   uint32_t UtilizationPercent(int device, uint64_t period_ns);
   // Per-process occupancy over [max(since_ns, now - period), now]; processes with zero
   // busy time in that window are omitted.
   std::vector<ProcessUtilization> ProcessUtilizations(int device, uint64_t since_ns, uint64_t period_ns);
+
+  // Test hooks (LevelDB's TEST_ convention); production code never calls them.
+  // Overwrites slot `index` (not this process's own) with a live entry for `pid` /
+  // `start_time` charging `charged_bytes` on `device`, as a process that died or whose pid
+  // was reused would leave it. False if the index or device is out of range.
+  bool TEST_WriteSlot(int index, int32_t pid, uint64_t start_time, int device, uint64_t charged_bytes);
+  // Locks the segment's mutex and returns without unlocking, so the caller can die
+  // holding it.
+  void TEST_LockAndAbandon();
+  // The slot this process holds.
+  int TEST_OwnSlot() const;
 
  private:
   struct Impl;

@@ -1,0 +1,54 @@
+// fgpu's subcommands: the front door of src/cli. Each subcommand lives in its own file as a
+// pair: Add<Name>Flags() declares its flags under a parent node and fills an options
+// struct; Run<Name>() does the work and returns the exit status (cli/exit_codes.h).
+// main() wires the pairs into a CommandLine; tests call Add<Name>Flags() and parse.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace fgpu::cli {
+
+// fgpu sim run [--config FILE] [--segment NAME] -- CMD ARGS...
+struct SimRunOptions {
+  std::string config;
+  std::string segment;
+  std::vector<std::string> command;
+};
+CLI::App* AddSimRunFlags(CLI::App& sim, SimRunOptions* options);
+// Returns only on failure: on success the process becomes `command`.
+int RunSimRun(const SimRunOptions& options);
+// Shown when `sim run` is given options it does not know (the command's own options).
+inline constexpr const char* kSimRunExtrasHint =
+    "put the program after `--` so its options are not read as fgpu's, e.g. fgpu sim run -- sh -c 'exit 0'";
+
+// fgpu sim status [--config FILE] [--segment NAME] [--json]
+struct SimStatusOptions {
+  std::string config;
+  std::string segment;
+  bool json = false;
+};
+CLI::App* AddSimStatusFlags(CLI::App& sim, SimStatusOptions* options);
+int RunSimStatus(const SimStatusOptions& options);
+
+// fgpu sim reset [--config FILE] [--segment NAME]
+struct SimResetOptions {
+  std::string config;
+  std::string segment;
+};
+CLI::App* AddSimResetFlags(CLI::App& sim, SimResetOptions* options);
+int RunSimReset(const SimResetOptions& options);
+
+// fgpu version
+CLI::App* AddVersionFlags(CLI::App& root);
+int RunVersion();
+
+// fgpu demo [--config FILE]
+struct DemoOptions {
+  std::string config;
+};
+CLI::App* AddDemoFlags(CLI::App& root, DemoOptions* options);
+int RunDemo(const DemoOptions& options);
+
+}  // namespace fgpu::cli

@@ -1,0 +1,24 @@
+// fgpu: the command-line front end. main() only wires subcommands to their actions; each
+// subcommand's flags and work live in its own file (cli/commands.h).
+#include "cli/command_line.h"
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace fgpu::cli;
+  CommandLine cli("fgpu: fractional GPU slices with enforced limits");
+
+  CLI::App& sim = cli.AddGroup(cli.root(), "sim", "Run programs on the simulated GPU and inspect it");
+  SimRunOptions sim_run;
+  const auto run_sim_run = [&] { return RunSimRun(sim_run); };
+  cli.AddLeaf(AddSimRunFlags(sim, &sim_run), run_sim_run, kSimRunExtrasHint);
+  SimStatusOptions sim_status;
+  cli.AddLeaf(AddSimStatusFlags(sim, &sim_status), [&] { return RunSimStatus(sim_status); });
+  SimResetOptions sim_reset;
+  cli.AddLeaf(AddSimResetFlags(sim, &sim_reset), [&] { return RunSimReset(sim_reset); });
+
+  DemoOptions demo;
+  cli.AddLeaf(AddDemoFlags(cli.root(), &demo), [&] { return RunDemo(demo); });
+  cli.AddLeaf(AddVersionFlags(cli.root()), [] { return RunVersion(); });
+
+  return cli.Run(argc, argv);
+}

@@ -1,0 +1,363 @@
+// fgpu's own prototypes of the CUDA driver API entry points (ABI of CUDA 13.0).
+//
+// Contract: each declaration names the exact symbol libcuda.so.1 exports and
+// has exactly the signature the CUDA 13.0 toolkit gives that symbol. Unlike
+// cuda.h, nothing is renamed by macros: `cuMemAlloc` is the legacy 32-bit entry
+// point and `cuMemAlloc_v2` the current one, two functions with two signatures.
+// Legacy variants take CUdeviceptr_v1 / unsigned int sizes, and the `_ptsz` /
+// `_ptds` variants are the per-thread-default-stream twins of the plain ones.
+//
+// The simulated driver defines these functions; the probe and the interposer
+// call or wrap them. The list of symbols, with the CUDA version that introduced
+// each ABI variant, is cuda_symbols.inc. cuda_abi_check_api.cc compiles these
+// prototypes against the real cuda.h and cudaTypedefs.h when the toolkit exists.
+//
+// After the real cuda.h (whose types this then uses), only with
+// __CUDA_API_VERSION_INTERNAL defined first: otherwise cuda.h's renaming macros
+// (cuMemAlloc -> cuMemAlloc_v2, ...) turn the legacy prototypes into conflicts.
+// No CUDAAPI calling-convention macro: fgpu targets Linux, where it is empty.
+#ifndef FGPU_CORE_ABI_CUDA_API_H
+#define FGPU_CORE_ABI_CUDA_API_H
+
+#include "core/abi/cuda_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- Initialization, version, errors, entry points
+CUresult cuInit(unsigned int Flags);
+CUresult cuDriverGetVersion(int* driverVersion);
+CUresult cuGetErrorName(CUresult error, const char** pStr);
+CUresult cuGetErrorString(CUresult error, const char** pStr);
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags);
+CUresult cuGetProcAddress_v2(
+    const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+    CUdriverProcAddressQueryResult* symbolStatus);
+
+// ---- Devices
+CUresult cuDeviceGet(CUdevice* device, int ordinal);
+CUresult cuDeviceGetCount(int* count);
+CUresult cuDeviceGetName(char* name, int len, CUdevice dev);
+CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev);
+CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev);
+CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev);
+CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev);
+CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev);
+CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev);
+CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev);
+CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId);
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev);
+CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev);
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev);
+CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev);
+
+// ---- Primary contexts
+CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev);
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+CUresult cuDevicePrimaryCtxReset(CUdevice dev);
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev);
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active);
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags);
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags);
+
+// ---- Contexts
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v3(
+    CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
+    CUdevice dev);
+CUresult cuCtxCreate_v4(
+    CUcontext* pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags, CUdevice dev);
+CUresult cuCtxDestroy(CUcontext ctx);
+CUresult cuCtxDestroy_v2(CUcontext ctx);
+CUresult cuCtxPushCurrent(CUcontext ctx);
+CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+CUresult cuCtxPopCurrent(CUcontext* pctx);
+CUresult cuCtxPopCurrent_v2(CUcontext* pctx);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuCtxGetCurrent(CUcontext* pctx);
+CUresult cuCtxGetDevice(CUdevice* device);
+CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx);
+CUresult cuCtxSynchronize(void);
+CUresult cuCtxSynchronize_v2(CUcontext ctx);
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version);
+CUresult cuCtxGetFlags(unsigned int* flags);
+CUresult cuCtxSetFlags(unsigned int flags);
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long* ctxId);
+CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit);
+CUresult cuCtxSetLimit(CUlimit limit, size_t value);
+CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority);
+
+// ---- Memory: allocation, host memory, copies, sets
+CUresult cuMemGetInfo(unsigned int* free, unsigned int* total);
+CUresult cuMemGetInfo_v2(size_t* free, size_t* total);
+CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize);
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
+CUresult cuMemAllocPitch(
+    CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int WidthInBytes, unsigned int Height,
+    unsigned int ElementSizeBytes);
+CUresult cuMemAllocPitch_v2(
+    CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+    unsigned int ElementSizeBytes);
+CUresult cuMemFree(CUdeviceptr_v1 dptr);
+CUresult cuMemFree_v2(CUdeviceptr dptr);
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags);
+CUresult cuMemAllocHost(void** pp, unsigned int bytesize);
+CUresult cuMemAllocHost_v2(void** pp, size_t bytesize);
+CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags);
+CUresult cuMemFreeHost(void* p);
+CUresult cuMemHostGetDevicePointer(CUdeviceptr_v1* pdptr, void* p, unsigned int Flags);
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p, unsigned int Flags);
+CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags);
+CUresult cuMemHostUnregister(void* p);
+CUresult cuMemGetAddressRange(CUdeviceptr_v1* pbase, unsigned int* psize, CUdeviceptr_v1 dptr);
+CUresult cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr);
+CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void* srcHost, unsigned int ByteCount);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);
+CUresult cuMemcpyDtoH(void* dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount);
+CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoH_v2_ptds(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount);
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyHtoDAsync(
+    CUdeviceptr_v1 dstDevice, const void* srcHost, unsigned int ByteCount, CUstream hStream);
+CUresult cuMemcpyHtoDAsync_v2(
+    CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(
+    CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoHAsync(
+    void* dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoHAsync_v2(
+    void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(
+    void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoDAsync(
+    CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoDAsync_v2(
+    CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyDtoDAsync_v2_ptsz(
+    CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpy2D(const CUDA_MEMCPY2D_v1* pCopy);
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy);
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy);
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1* pCopy, CUstream hStream);
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream);
+CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream);
+CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N);
+CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+CUresult cuMemsetD16(CUdeviceptr_v1 dstDevice, unsigned short us, unsigned int N);
+CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N);
+CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N);
+CUresult cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N);
+CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N);
+CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N);
+CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
+CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream);
+CUresult cuMemsetD16Async_ptsz(
+    CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream);
+CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
+CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
+
+// ---- Virtual memory management
+CUresult cuMemCreate(
+    CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+    unsigned long long flags);
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+CUresult cuMemAddressReserve(
+    CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult cuMemMap(
+    CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+    unsigned long long flags);
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count);
+CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr);
+CUresult cuMemGetAllocationGranularity(
+    size_t* granularity, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags option);
+CUresult cuMemGetAllocationPropertiesFromHandle(
+    CUmemAllocationProp* prop, CUmemGenericAllocationHandle handle);
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr);
+CUresult cuMemExportToShareableHandle(
+    void* shareableHandle, CUmemGenericAllocationHandle handle,
+    CUmemAllocationHandleType handleType, unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(
+    CUmemGenericAllocationHandle* handle, void* osHandle, CUmemAllocationHandleType shHandleType);
+
+// ---- Stream-ordered allocation and memory pools
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream);
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+CUresult cuMemAllocFromPoolAsync(
+    CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+CUresult cuMemAllocFromPoolAsync_ptsz(
+    CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value);
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value);
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count);
+
+// ---- Arrays
+CUresult cuArrayCreate(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray);
+CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* pAllocateArray);
+CUresult cuArray3DCreate(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1* pAllocateArray);
+CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pAllocateArray);
+CUresult cuArrayDestroy(CUarray hArray);
+CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1* pArrayDescriptor, CUarray hArray);
+CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR* pArrayDescriptor, CUarray hArray);
+CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1* pArrayDescriptor, CUarray hArray);
+CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* pArrayDescriptor, CUarray hArray);
+CUresult cuMipmappedArrayCreate(
+    CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pMipmappedArrayDesc,
+    unsigned int numMipmapLevels);
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+CUresult cuMipmappedArrayGetLevel(
+    CUarray* pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level);
+
+// ---- Modules, libraries, functions
+CUresult cuModuleLoad(CUmodule* module, const char* fname);
+CUresult cuModuleLoadData(CUmodule* module, const void* image);
+CUresult cuModuleLoadDataEx(
+    CUmodule* module, const void* image, unsigned int numOptions, CUjit_option* options,
+    void** optionValues);
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin);
+CUresult cuModuleUnload(CUmodule hmod);
+CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name);
+CUresult cuModuleGetGlobal(
+    CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod, const char* name);
+CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name);
+CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc);
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+CUresult cuFuncGetName(const char** name, CUfunction hfunc);
+CUresult cuLibraryLoadData(
+    CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
+    unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,
+    unsigned int numLibraryOptions);
+CUresult cuLibraryUnload(CUlibrary library);
+CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name);
+CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel);
+
+// ---- Launch
+CUresult cuLaunchKernel(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
+CUresult cuLaunchKernel_ptsz(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
+CUresult cuLaunchKernelEx(
+    const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra);
+CUresult cuLaunchKernelEx_ptsz(
+    const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra);
+CUresult cuLaunchCooperativeKernel(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams);
+CUresult cuLaunchCooperativeKernel_ptsz(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams);
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData);
+CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData);
+
+// ---- Streams and stream capture
+CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags);
+CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority);
+CUresult cuStreamDestroy(CUstream hStream);
+CUresult cuStreamDestroy_v2(CUstream hStream);
+CUresult cuStreamSynchronize(CUstream hStream);
+CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+CUresult cuStreamQuery(CUstream hStream);
+CUresult cuStreamQuery_ptsz(CUstream hStream);
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
+CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
+CUresult cuStreamGetPriority(CUstream hStream, int* priority);
+CUresult cuStreamGetPriority_ptsz(CUstream hStream, int* priority);
+CUresult cuStreamGetFlags(CUstream hStream, unsigned int* flags);
+CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int* flags);
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx);
+CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx);
+CUresult cuStreamAddCallback(
+    CUstream hStream, CUstreamCallback callback, void* userData, unsigned int flags);
+CUresult cuStreamAddCallback_ptsz(
+    CUstream hStream, CUstreamCallback callback, void* userData, unsigned int flags);
+CUresult cuStreamBeginCapture(CUstream hStream);
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
+CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph);
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph);
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus);
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus);
+
+// ---- Events
+CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags);
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags);
+CUresult cuEventQuery(CUevent hEvent);
+CUresult cuEventSynchronize(CUevent hEvent);
+CUresult cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd);
+CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd);
+CUresult cuEventDestroy(CUevent hEvent);
+CUresult cuEventDestroy_v2(CUevent hEvent);
+
+// ---- Graphs
+CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags);
+CUresult cuGraphDestroy(CUgraph hGraph);
+CUresult cuGraphAddKernelNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams);
+CUresult cuGraphAddKernelNode_v2(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* nodeParams);
+CUresult cuGraphAddMemAllocNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams);
+CUresult cuGraphAddMemFreeNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, CUdeviceptr dptr);
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes);
+CUresult cuGraphInstantiate(
+    CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
+    size_t bufferSize);
+CUresult cuGraphInstantiate_v2(
+    CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
+    size_t bufferSize);
+CUresult cuGraphInstantiateWithFlags(
+    CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags);
+CUresult cuGraphInstantiateWithParams(
+    CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams);
+CUresult cuGraphInstantiateWithParams_ptsz(
+    CUgraphExec* phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams);
+CUresult cuGraphLaunch(CUgraphExec hGraph, CUstream hStream);
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
+CUresult cuGraphUpload(CUgraphExec hGraph, CUstream hStream);
+CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuDeviceGraphMemTrim(CUdevice device);
+CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value);
+CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // FGPU_CORE_ABI_CUDA_API_H

@@ -1,0 +1,100 @@
+// NVML C entry points that fgpu implements (the simulated libnvidia-ml.so.1) or
+// interposes. Declarations only; semantics are the real NVML's (NVML_API_VERSION 13).
+//
+// Contract
+// - v1 and versioned names are distinct exported symbols (nvmlInit and nvmlInit_v2,
+//   nvmlDeviceGetCount and _v2, ...); no unversioned-name macros are defined. If the
+//   real nvml.h is included first it must be with NVML_NO_UNVERSIONED_FUNC_DEFS, or
+//   its macros would fold the v1 declarations into the versioned ones.
+// - FGPU_NVML_EXPORT gives the declarations default visibility so a library built
+//   with -fvisibility=hidden still exports exactly these names.
+// - Every function returns an nvmlReturn_t and never throws (nvmlErrorString returns
+//   a static string).
+#ifndef FGPU_CORE_ABI_NVML_API_H_
+#define FGPU_CORE_ABI_NVML_API_H_
+
+#include "core/abi/nvml_types.h"
+
+#if !defined(FGPU_NVML_OWN_TYPES) && !defined(NVML_NO_UNVERSIONED_FUNC_DEFS)
+#error "include the real nvml.h with NVML_NO_UNVERSIONED_FUNC_DEFS defined before core/abi/nvml_api.h"
+#endif
+
+#define FGPU_NVML_EXPORT __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Initialisation (reference counted: each successful init needs one shutdown).
+FGPU_NVML_EXPORT nvmlReturn_t nvmlInit(void);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlInit_v2(void);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlShutdown(void);
+FGPU_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result);
+
+// System queries.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* cudaDriverVersion);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cudaDriverVersion);
+
+// Device enumeration and identity.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* deviceCount);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
+                                                   unsigned int* pendingMode);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                                       unsigned int* temp);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power);
+
+// Memory.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
+
+// Running processes. infoCount: in = entries in infos, out = entries written (or
+// needed, with NVML_ERROR_INSUFFICIENT_SIZE).
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                   nvmlProcessInfo_v1_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                                      nvmlProcessInfo_v2_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                                      nvmlProcessInfo_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                    nvmlProcessInfo_v1_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                                       nvmlProcessInfo_v2_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                                       nvmlProcessInfo_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                      nvmlProcessInfo_v1_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                         unsigned int* infoCount,
+                                                                         nvmlProcessInfo_v2_t* infos);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                         unsigned int* infoCount,
+                                                                         nvmlProcessInfo_t* infos);
+
+// Utilization.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                              nvmlProcessUtilizationSample_t* utilization,
+                                                              unsigned int* processSamplesCount,
+                                                              unsigned long long lastSeenTimeStamp);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                                    nvmlProcessesUtilizationInfo_t* procesesUtilInfo);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // FGPU_CORE_ABI_NVML_API_H_

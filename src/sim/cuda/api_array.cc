@@ -1,0 +1,418 @@
+// CUDA arrays and mipmapped arrays.
+//
+// An array is charged width * max(height, 1) * max(depth, 1) * its element size,
+// rounded up to the device granularity; a mipmapped array the sum of its levels
+// (each halving the non-layer extents, down to 1), rounded once. Arrays hold no
+// data in the simulator (copies to and from them are not supported), so no memory
+// backs them. Extents are checked against the H100's texture limits, which also
+// keeps every size computation far from overflow.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/abi/cuda_api.h"
+#include "sim/cuda/memory_registry.h"
+#include "sim/cuda/runtime.h"
+
+namespace fgpu::sim::cuda {
+namespace {
+
+struct ArrayObject {
+  Context* ctx = nullptr;
+  int device = 0;
+  CUDA_ARRAY3D_DESCRIPTOR desc{};
+  uint64_t charged = 0;   // 0 for a mipmap level: its mipmapped array holds the charge
+  bool is_level = false;  // owned by a mipmapped array, not destroyable on its own
+};
+
+struct MipmappedArrayObject {
+  Context* ctx = nullptr;
+  int device = 0;
+  CUDA_ARRAY3D_DESCRIPTOR desc{};
+  uint64_t charged = 0;
+  std::vector<std::unique_ptr<ArrayObject>> levels;
+};
+
+struct ArrayTable {
+  std::mutex mu;
+  std::unordered_map<const void*, std::unique_ptr<ArrayObject>> arrays;
+  std::unordered_map<const void*, std::unique_ptr<MipmappedArrayObject>> mipmaps;
+};
+
+ArrayTable& Table() {
+  static auto* table = new ArrayTable;
+  return *table;
+}
+
+constexpr unsigned kKnownFlags = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+                                 CUDA_ARRAY3D_TEXTURE_GATHER | CUDA_ARRAY3D_DEPTH_TEXTURE |
+                                 CUDA_ARRAY3D_COLOR_ATTACHMENT | CUDA_ARRAY3D_SPARSE |
+                                 CUDA_ARRAY3D_DEFERRED_MAPPING | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE;
+
+// Bytes per element, or 0 with *rc set.
+uint64_t ElementBytes(CUarray_format format, unsigned channels, CUresult* rc) {
+  *rc = CUDA_ERROR_INVALID_VALUE;
+  if (channels != 1 && channels != 2 && channels != 4) return 0;
+  uint64_t component = 0;
+  switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+      component = 1;
+      break;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+      component = 2;
+      break;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT:
+      component = 4;
+      break;
+    case CU_AD_FORMAT_UNORM_INT8X1:
+    case CU_AD_FORMAT_UNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT8X4:
+    case CU_AD_FORMAT_UNORM_INT16X1:
+    case CU_AD_FORMAT_UNORM_INT16X2:
+    case CU_AD_FORMAT_UNORM_INT16X4:
+    case CU_AD_FORMAT_SNORM_INT8X1:
+    case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_SNORM_INT8X4:
+    case CU_AD_FORMAT_SNORM_INT16X1:
+    case CU_AD_FORMAT_SNORM_INT16X2:
+    case CU_AD_FORMAT_SNORM_INT16X4: {
+      // Normalised formats come in groups of x1, x2, x4 (unorm8, unorm16, snorm8,
+      // snorm16); the channel count they name must match NumChannels.
+      const int index = static_cast<int>(format) - CU_AD_FORMAT_UNORM_INT8X1;
+      if ((1u << (index % 3)) != channels) return 0;
+      component = (index / 3) % 2 == 0 ? 1 : 2;
+      break;
+    }
+    case CU_AD_FORMAT_NV12:
+    case CU_AD_FORMAT_BC1_UNORM:
+    case CU_AD_FORMAT_BC1_UNORM_SRGB:
+    case CU_AD_FORMAT_BC2_UNORM:
+    case CU_AD_FORMAT_BC2_UNORM_SRGB:
+    case CU_AD_FORMAT_BC3_UNORM:
+    case CU_AD_FORMAT_BC3_UNORM_SRGB:
+    case CU_AD_FORMAT_BC4_UNORM:
+    case CU_AD_FORMAT_BC4_SNORM:
+    case CU_AD_FORMAT_BC5_UNORM:
+    case CU_AD_FORMAT_BC5_SNORM:
+    case CU_AD_FORMAT_BC6H_UF16:
+    case CU_AD_FORMAT_BC6H_SF16:
+    case CU_AD_FORMAT_BC7_UNORM:
+    case CU_AD_FORMAT_BC7_UNORM_SRGB:
+    case CU_AD_FORMAT_P010:
+    case CU_AD_FORMAT_P016:
+    case CU_AD_FORMAT_NV16:
+    case CU_AD_FORMAT_P210:
+    case CU_AD_FORMAT_P216:
+    case CU_AD_FORMAT_YUY2:
+    case CU_AD_FORMAT_Y210:
+    case CU_AD_FORMAT_Y216:
+    case CU_AD_FORMAT_AYUV:
+    case CU_AD_FORMAT_Y410:
+    case CU_AD_FORMAT_Y416:
+    case CU_AD_FORMAT_Y444_PLANAR8:
+    case CU_AD_FORMAT_Y444_PLANAR10:
+    case CU_AD_FORMAT_YUV444_8bit_SemiPlanar:
+    case CU_AD_FORMAT_YUV444_16bit_SemiPlanar:
+    case CU_AD_FORMAT_UNORM_INT_101010_2:
+      // Real formats (block-compressed, video, packed) the simulator does not model.
+      *rc = CUDA_ERROR_NOT_SUPPORTED;
+      return 0;
+    default:
+      return 0;  // not a format
+  }
+  *rc = CUDA_SUCCESS;
+  return component * channels;
+}
+
+// Validates a descriptor as cuArray3DCreate does; on success *element is its element size.
+CUresult CheckDescriptor(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t* element) {
+  CUresult rc = CUDA_SUCCESS;
+  *element = ElementBytes(d.Format, d.NumChannels, &rc);
+  if (rc != CUDA_SUCCESS) return rc;
+  if (d.Width == 0 || (d.Flags & ~kKnownFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((d.Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING)) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  const bool layered = (d.Flags & CUDA_ARRAY3D_LAYERED) != 0;
+  const bool cubemap = (d.Flags & CUDA_ARRAY3D_CUBEMAP) != 0;
+  const bool gather = (d.Flags & CUDA_ARRAY3D_TEXTURE_GATHER) != 0;
+  auto within = [](size_t value, size_t limit) { return value <= limit; };
+  bool ok = false;
+  if (cubemap) {
+    ok = d.Height == d.Width && d.Depth > 0 && d.Depth % 6 == 0 && (layered || d.Depth == 6) &&
+         within(d.Width, 32768) && within(d.Depth, size_t{2046} * 6);
+  } else if (layered) {  // 1D layered (Height 0) or 2D layered; Depth counts layers
+    ok = d.Depth > 0 && within(d.Width, 32768) && within(d.Height, 32768) && within(d.Depth, 2048);
+  } else if (d.Depth > 0) {  // 3D
+    ok = d.Height > 0 && within(d.Width, 16384) && within(d.Height, 16384) && within(d.Depth, 16384);
+  } else {  // 1D or 2D
+    ok = within(d.Width, 131072) && within(d.Height, 65536);
+  }
+  if (gather && (layered || cubemap || d.Depth > 0 || d.Height == 0)) ok = false;  // 2D only
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+uint64_t Bytes(size_t width, size_t height, size_t depth, uint64_t element) {
+  return width * std::max<size_t>(height, 1) * std::max<size_t>(depth, 1) * element;
+}
+
+// The extents of mip level `level`: layers (layered, cubemap) do not shrink.
+CUDA_ARRAY3D_DESCRIPTOR LevelDescriptor(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned level) {
+  CUDA_ARRAY3D_DESCRIPTOR out = d;
+  auto shrink = [level](size_t extent) { return extent == 0 ? 0 : std::max<size_t>(extent >> level, 1); };
+  out.Width = shrink(d.Width);
+  out.Height = shrink(d.Height);
+  const bool layers = (d.Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+  if (!layers) out.Depth = shrink(d.Depth);
+  return out;
+}
+
+CUresult Charge(Context* ctx, uint64_t bytes, uint64_t* charged) {
+  *charged = Runtime::Get().RoundToGranularity(ctx->device, bytes);
+  return Runtime::Get().Charge(ctx->device, *charged) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult CreateArray(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  if (handle == nullptr || desc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t element = 0;
+  if (CUresult rc = CheckDescriptor(*desc, &element); rc != CUDA_SUCCESS) return rc;
+  auto array = std::make_unique<ArrayObject>();
+  array->ctx = ctx;
+  array->device = ctx->device;
+  array->desc = *desc;
+  std::lock_guard lock(Table().mu);
+  if (CUresult rc = Charge(ctx, Bytes(desc->Width, desc->Height, desc->Depth, element), &array->charged);
+      rc != CUDA_SUCCESS) {
+    return rc;
+  }
+  ArrayObject* raw = array.get();
+  const uint64_t charged = raw->charged;
+  try {
+    Table().arrays.emplace(raw, std::move(array));
+    HandleRegistry::Get().Insert(raw, Kind::kArray);
+  } catch (...) {  // out of host memory: leave nothing behind
+    HandleRegistry::Get().Erase(raw);
+    Table().arrays.erase(raw);
+    Runtime::Get().Credit(ctx->device, charged);
+    throw;
+  }
+  *handle = reinterpret_cast<CUarray>(raw);
+  return CUDA_SUCCESS;
+}
+
+CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc, unsigned levels) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  if (handle == nullptr || desc == nullptr || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t element = 0;
+  if (CUresult rc = CheckDescriptor(*desc, &element); rc != CUDA_SUCCESS) return rc;
+  const bool layers = (desc->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+  const size_t largest = std::max({desc->Width, desc->Height, layers ? size_t{0} : desc->Depth});
+  unsigned max_levels = 1;
+  while ((largest >> max_levels) != 0) ++max_levels;  // 1 + floor(log2(largest))
+  if (levels > max_levels) return CUDA_ERROR_INVALID_VALUE;
+  auto mipmap = std::make_unique<MipmappedArrayObject>();
+  mipmap->ctx = ctx;
+  mipmap->device = ctx->device;
+  mipmap->desc = *desc;
+  uint64_t total = 0;
+  for (unsigned level = 0; level < levels; ++level) {
+    auto array = std::make_unique<ArrayObject>();
+    array->ctx = ctx;
+    array->device = ctx->device;
+    array->desc = LevelDescriptor(*desc, level);
+    array->is_level = true;
+    total += Bytes(array->desc.Width, array->desc.Height, array->desc.Depth, element);
+    mipmap->levels.push_back(std::move(array));
+  }
+  std::lock_guard lock(Table().mu);
+  if (CUresult rc = Charge(ctx, total, &mipmap->charged); rc != CUDA_SUCCESS) return rc;
+  MipmappedArrayObject* raw = mipmap.get();
+  const uint64_t charged = raw->charged;
+  try {
+    Table().mipmaps.emplace(raw, std::move(mipmap));
+    for (const auto& level : raw->levels) HandleRegistry::Get().Insert(level.get(), Kind::kArray);
+    HandleRegistry::Get().Insert(raw, Kind::kMipmappedArray);
+  } catch (...) {  // out of host memory: leave nothing behind
+    for (const auto& level : raw->levels) HandleRegistry::Get().Erase(level.get());
+    HandleRegistry::Get().Erase(raw);
+    Table().mipmaps.erase(raw);
+    Runtime::Get().Credit(ctx->device, charged);
+    throw;
+  }
+  *handle = reinterpret_cast<CUmipmappedArray>(raw);
+  return CUDA_SUCCESS;
+}
+
+// Caller holds Table().mu.
+void DestroyMipmappedLocked(MipmappedArrayObject* mipmap) {
+  for (const auto& level : mipmap->levels) HandleRegistry::Get().Erase(level.get());
+  HandleRegistry::Get().Erase(mipmap);
+  Runtime::Get().Credit(mipmap->device, mipmap->charged);
+  Table().mipmaps.erase(mipmap);
+}
+
+// Caller holds Table().mu.
+void DestroyArrayLocked(ArrayObject* array) {
+  HandleRegistry::Get().Erase(array);
+  Runtime::Get().Credit(array->device, array->charged);
+  Table().arrays.erase(array);
+}
+
+// Looks up a live array; a mipmap level is one too (for descriptors).
+ArrayObject* LookupArray(CUarray handle) {
+  return HandleRegistry::Get().Lookup<ArrayObject>(handle, Kind::kArray);
+}
+
+template <typename Descriptor>
+CUresult GetDescriptor(Descriptor* out, CUarray handle) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Table().mu);
+  const ArrayObject* array = LookupArray(handle);
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const CUDA_ARRAY3D_DESCRIPTOR& d = array->desc;
+  // Extents fit the 32-bit legacy descriptors: CheckDescriptor bounds them.
+  using Extent = decltype(out->Width);
+  out->Width = static_cast<Extent>(d.Width);
+  out->Height = static_cast<Extent>(d.Height);
+  out->Format = d.Format;
+  out->NumChannels = d.NumChannels;
+  if constexpr (requires { out->Depth; }) {
+    out->Depth = static_cast<Extent>(d.Depth);
+    out->Flags = d.Flags;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUDA_ARRAY3D_DESCRIPTOR From2D(size_t width, size_t height, CUarray_format format, unsigned channels) {
+  CUDA_ARRAY3D_DESCRIPTOR d{};
+  d.Width = width;
+  d.Height = height;
+  d.Format = format;
+  d.NumChannels = channels;
+  return d;
+}
+
+}  // namespace
+
+void ReleaseArraysOf(Context* ctx) {
+  std::lock_guard lock(Table().mu);
+  std::vector<ArrayObject*> arrays;
+  for (const auto& [handle, array] : Table().arrays) {
+    if (array->ctx == ctx) arrays.push_back(array.get());
+  }
+  for (ArrayObject* array : arrays) DestroyArrayLocked(array);
+  std::vector<MipmappedArrayObject*> mipmaps;
+  for (const auto& [handle, mipmap] : Table().mipmaps) {
+    if (mipmap->ctx == ctx) mipmaps.push_back(mipmap.get());
+  }
+  for (MipmappedArrayObject* mipmap : mipmaps) DestroyMipmappedLocked(mipmap);
+}
+
+}  // namespace fgpu::sim::cuda
+
+namespace sim = fgpu::sim::cuda;
+using sim::Guarded;
+
+extern "C" {
+
+CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* pAllocateArray) {
+  return Guarded([&] {
+    if (pAllocateArray == nullptr) return sim::CreateArray(pHandle, nullptr);
+    const CUDA_ARRAY3D_DESCRIPTOR d = sim::From2D(pAllocateArray->Width, pAllocateArray->Height,
+                                                  pAllocateArray->Format, pAllocateArray->NumChannels);
+    return sim::CreateArray(pHandle, &d);
+  });
+}
+
+CUresult cuArrayCreate(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray) {
+  return Guarded([&] {
+    if (pAllocateArray == nullptr) return sim::CreateArray(pHandle, nullptr);
+    const CUDA_ARRAY3D_DESCRIPTOR d = sim::From2D(pAllocateArray->Width, pAllocateArray->Height,
+                                                  pAllocateArray->Format, pAllocateArray->NumChannels);
+    return sim::CreateArray(pHandle, &d);
+  });
+}
+
+CUresult cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pAllocateArray) {
+  return Guarded([&] { return sim::CreateArray(pHandle, pAllocateArray); });
+}
+
+CUresult cuArray3DCreate(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1* pAllocateArray) {
+  return Guarded([&] {
+    if (pAllocateArray == nullptr) return sim::CreateArray(pHandle, nullptr);
+    CUDA_ARRAY3D_DESCRIPTOR d = sim::From2D(pAllocateArray->Width, pAllocateArray->Height,
+                                            pAllocateArray->Format, pAllocateArray->NumChannels);
+    d.Depth = pAllocateArray->Depth;
+    d.Flags = pAllocateArray->Flags;
+    return sim::CreateArray(pHandle, &d);
+  });
+}
+
+CUresult cuArrayDestroy(CUarray hArray) {
+  return Guarded([&] {
+    if (CUresult rc = sim::Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    sim::ArrayObject* array = sim::LookupArray(hArray);
+    if (array == nullptr || array->is_level) return CUDA_ERROR_INVALID_HANDLE;  // levels go with their mipmap
+    sim::DestroyArrayLocked(array);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR* pArrayDescriptor, CUarray hArray) {
+  return Guarded([&] { return sim::GetDescriptor(pArrayDescriptor, hArray); });
+}
+CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1* pArrayDescriptor, CUarray hArray) {
+  return Guarded([&] { return sim::GetDescriptor(pArrayDescriptor, hArray); });
+}
+CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* pArrayDescriptor, CUarray hArray) {
+  return Guarded([&] { return sim::GetDescriptor(pArrayDescriptor, hArray); });
+}
+CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1* pArrayDescriptor, CUarray hArray) {
+  return Guarded([&] { return sim::GetDescriptor(pArrayDescriptor, hArray); });
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* pMipmappedArrayDesc,
+                                unsigned int numMipmapLevels) {
+  return Guarded([&] { return sim::CreateMipmapped(pHandle, pMipmappedArrayDesc, numMipmapLevels); });
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+  return Guarded([&] {
+    if (CUresult rc = sim::Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    auto* mipmap = sim::HandleRegistry::Get().Lookup<sim::MipmappedArrayObject>(hMipmappedArray,
+                                                                                sim::Kind::kMipmappedArray);
+    if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    sim::DestroyMipmappedLocked(mipmap);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMipmappedArrayGetLevel(CUarray* pLevelArray, CUmipmappedArray hMipmappedArray,
+                                  unsigned int level) {
+  return Guarded([&] {
+    if (CUresult rc = sim::Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (pLevelArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Table().mu);
+    auto* mipmap = sim::HandleRegistry::Get().Lookup<sim::MipmappedArrayObject>(hMipmappedArray,
+                                                                                sim::Kind::kMipmappedArray);
+    if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (level >= mipmap->levels.size()) return CUDA_ERROR_INVALID_VALUE;
+    *pLevelArray = reinterpret_cast<CUarray>(mipmap->levels[level].get());
+    return CUDA_SUCCESS;
+  });
+}
+
+}  // extern "C"

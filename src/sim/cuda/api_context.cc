@@ -1,0 +1,245 @@
+// Contexts: primary contexts, created contexts, the per-thread current-context stack.
+#include "core/abi/cuda_api.h"
+#include "sim/cuda/runtime.h"
+
+using fgpu::sim::cuda::Context;
+using fgpu::sim::cuda::Runtime;
+
+namespace {
+
+constexpr unsigned kContextFlagsMask = 0xFF;  // CU_CTX_FLAGS_MASK
+
+CUresult Ready() { return Runtime::Get().RequireInit(); }
+
+CUresult Create(CUcontext* pctx, unsigned flags, CUdevice dev) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (pctx == nullptr || (flags & ~kContextFlagsMask) != 0) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CreateContext(dev, flags, &ctx); rc != CUDA_SUCCESS) return rc;
+  *pctx = reinterpret_cast<CUcontext>(ctx);
+  return CUDA_SUCCESS;
+}
+
+// Resolves an explicit context argument, or the current one when `handle` is NULL.
+CUresult ContextOrCurrent(CUcontext handle, Context** out) {
+  if (handle == nullptr) return Runtime::Get().CurrentContext(out);
+  *out = Runtime::Get().LookupContext(handle);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult Synchronize(Context* ctx) {
+  Runtime::SleepUntil(ctx->tail_ns.load());
+  fgpu::sim::cuda::TrimPoolsAfterSync(ctx->device);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) { return Create(pctx, flags, dev); }
+CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) { return Create(pctx, flags, dev); }
+
+CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams, unsigned int flags,
+                        CUdevice dev) {
+  // Execution affinity (an SM count) only applies under MPS, which the simulator does not run.
+  if (numParams < 0 || (numParams > 0 && paramsArray == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (numParams > 0) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+  return Create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreateParams, unsigned int flags, CUdevice dev) {
+  if (ctxCreateParams != nullptr) {
+    if (ctxCreateParams->numExecAffinityParams < 0) return CUDA_ERROR_INVALID_VALUE;
+    if (ctxCreateParams->numExecAffinityParams > 0) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+    if (ctxCreateParams->cigParams != nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return Create(pctx, flags, dev);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* context = Runtime::Get().LookupContext(ctx);
+  if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  return Runtime::Get().DestroyContext(context);
+}
+CUresult cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* context = Runtime::Get().LookupContext(ctx);
+  if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  Runtime::Get().PushCurrent(context);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
+
+CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = Runtime::Get().PopCurrent();
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx != nullptr) *pctx = reinterpret_cast<CUcontext>(ctx);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (ctx == nullptr) {
+    Runtime::Get().SetCurrent(nullptr);
+    return CUDA_SUCCESS;
+  }
+  Context* context = Runtime::Get().LookupContext(ctx);
+  if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  Runtime::Get().SetCurrent(context);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  *pctx = Runtime::Get().CurrentContext(&ctx) == CUDA_SUCCESS ? reinterpret_cast<CUcontext>(ctx) : nullptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice* device) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* context = nullptr;
+  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  *device = context->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  return Synchronize(ctx);
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* context = nullptr;
+  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  return Synchronize(context);
+}
+
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* context = nullptr;
+  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  *version = 3020;  // the context ABI version every driver since 3.2 reports
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetFlags(unsigned int* flags) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  *flags = ctx->flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetFlags(unsigned int flags) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if ((flags & ~kContextFlagsMask) != 0) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  ctx->flags = flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (ctxId == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* context = nullptr;
+  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  *ctxId = context->id;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard lock(ctx->mu);
+  switch (limit) {
+    case CU_LIMIT_STACK_SIZE: *pvalue = ctx->stack_limit; return CUDA_SUCCESS;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: *pvalue = ctx->malloc_heap_limit; return CUDA_SUCCESS;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: *pvalue = ctx->printf_fifo_limit; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  }
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard lock(ctx->mu);
+  switch (limit) {
+    case CU_LIMIT_STACK_SIZE: ctx->stack_limit = value; return CUDA_SUCCESS;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: ctx->malloc_heap_limit = value; return CUDA_SUCCESS;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: ctx->printf_fifo_limit = value; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  }
+}
+
+CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (leastPriority != nullptr) *leastPriority = 0;
+  if (greatestPriority != nullptr) *greatestPriority = -5;  // Hopper's range
+  return CUDA_SUCCESS;
+}
+
+// --- primary contexts ---------------------------------------------------------------
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().RetainPrimary(dev, &ctx); rc != CUDA_SUCCESS) return rc;
+  *pctx = reinterpret_cast<CUcontext>(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  return Runtime::Get().ReleasePrimary(dev);
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  return Runtime::Get().ResetPrimary(dev);
+}
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Runtime::Get().PrimaryState(dev, flags, active);
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  return Runtime::Get().SetPrimaryFlags(dev, flags);
+}
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+}  // extern "C"

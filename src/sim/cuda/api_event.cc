@@ -1,0 +1,113 @@
+// Events: a recorded event completes when the work queued before it on its stream
+// ends on the simulated timeline, so elapsed times are real device times.
+#include <algorithm>
+#include <memory>
+
+#include "core/abi/cuda_api.h"
+#include "sim/cuda/runtime.h"
+
+using fgpu::sim::SharedDevices;
+using fgpu::sim::cuda::Context;
+using fgpu::sim::cuda::Event;
+using fgpu::sim::cuda::HandleRegistry;
+using fgpu::sim::cuda::Kind;
+using fgpu::sim::cuda::Runtime;
+using fgpu::sim::cuda::Stream;
+
+namespace {
+
+constexpr unsigned kEventFlags = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+
+CUresult LookupEvent(CUevent handle, Event** out) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  *out = HandleRegistry::Get().Lookup<Event>(handle, Kind::kEvent);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult Record(CUevent handle, CUstream stream_handle, unsigned flags, bool per_thread) {
+  Event* event = nullptr;
+  if (CUresult rc = LookupEvent(handle, &event); rc != CUDA_SUCCESS) return rc;
+  if (flags > CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  Stream* stream = nullptr;
+  if (CUresult rc = Runtime::Get().ResolveStream(stream_handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  if (stream->ctx != event->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  event->time_ns.store(std::max(SharedDevices::NowNs(), Runtime::Get().ReadyTime(*stream)));
+  event->recorded.store(true);
+  return CUDA_SUCCESS;
+}
+
+CUresult Elapsed(float* ms, CUevent start_handle, CUevent end_handle) {
+  if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Event* start = nullptr;
+  Event* end = nullptr;
+  if (CUresult rc = LookupEvent(start_handle, &start); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = LookupEvent(end_handle, &end); rc != CUDA_SUCCESS) return rc;
+  if (((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING) != 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (!start->recorded.load() || !end->recorded.load()) return CUDA_ERROR_INVALID_HANDLE;
+  const uint64_t now = SharedDevices::NowNs();
+  if (start->time_ns.load() > now || end->time_ns.load() > now) return CUDA_ERROR_NOT_READY;
+  const double delta = static_cast<double>(end->time_ns.load()) - static_cast<double>(start->time_ns.load());
+  *ms = static_cast<float>(delta / 1e6);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (phEvent == nullptr || (Flags & ~kEventFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((Flags & CU_EVENT_INTERPROCESS) != 0 && (Flags & CU_EVENT_DISABLE_TIMING) == 0) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  auto event = std::make_unique<Event>();
+  event->ctx = ctx;
+  event->flags = Flags;
+  HandleRegistry::Get().Insert(event.get(), Kind::kEvent);
+  *phEvent = reinterpret_cast<CUevent>(event.release());
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream) { return Record(hEvent, hStream, 0, false); }
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) { return Record(hEvent, hStream, 0, true); }
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  return Record(hEvent, hStream, flags, false);
+}
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  return Record(hEvent, hStream, flags, true);
+}
+
+CUresult cuEventQuery(CUevent hEvent) {
+  Event* event = nullptr;
+  if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
+  if (!event->recorded.load()) return CUDA_SUCCESS;  // never-recorded events count as complete
+  return SharedDevices::NowNs() >= event->time_ns.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent) {
+  Event* event = nullptr;
+  if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
+  if (event->recorded.load()) Runtime::SleepUntil(event->time_ns.load());
+  fgpu::sim::cuda::TrimPoolsAfterSync(event->ctx->device);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  return Elapsed(pMilliseconds, hStart, hEnd);
+}
+CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  return Elapsed(pMilliseconds, hStart, hEnd);
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent) {
+  Event* event = nullptr;
+  if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
+  HandleRegistry::Get().Erase(event);
+  delete event;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventDestroy(CUevent hEvent) { return cuEventDestroy_v2(hEvent); }
+
+}  // extern "C"

@@ -1,0 +1,363 @@
+// Copies and sets: HtoD, DtoH, DtoD, unified cuMemcpy, 2D copies, D8/D16/D32 sets,
+// synchronous and asynchronous, with their legacy, _v2, _ptds and _ptsz variants.
+//
+// Device memory is host memory (docs/sim-memory.md), so a copy is a memmove, done
+// only after both sides are validated: the device side must lie inside a live
+// allocation the current device may access (pinned and registered host memory
+// count, as under unified addressing); the host side must be mapped host memory.
+// Synchronous variants first wait for the legacy stream (_ptds: the calling
+// thread's per-thread stream). Asynchronous variants copy at once: simulated kernels
+// compute nothing, so no stream order can observe the difference. CUDA arrays hold
+// no data in the simulator: copies from or to them return CUDA_ERROR_NOT_SUPPORTED.
+#include <algorithm>
+#include <cstring>
+
+#include "core/abi/cuda_api.h"
+#include "sim/cuda/memory_registry.h"
+#include "sim/cuda/runtime.h"
+
+namespace fgpu::sim::cuda {
+namespace {
+
+using Access = MemoryRegistry::Access;
+
+bool DeviceUsable(uint64_t addr, uint64_t n, Access access, int device) {
+  return n == 0 || MemoryRegistry::Get().CanAccess(addr, n, access, device);
+}
+
+// A unified address is device memory if the driver knows it, host memory otherwise.
+bool UnifiedUsable(uint64_t addr, uint64_t n, Access access, int device) {
+  if (n == 0) return true;
+  if (MemoryRegistry::Get().Find(addr)) return DeviceUsable(addr, n, access, device);
+  return HostRangeUsable(reinterpret_cast<const void*>(addr), n, access);
+}
+
+// Waits as a synchronous copy does, then yields the device the copy runs on.
+CUresult EnterSync(bool per_thread, int* device) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  if (per_thread) {
+    Stream* stream = nullptr;
+    if (CUresult rc = Runtime::Get().ResolveStream(nullptr, true, &stream); rc != CUDA_SUCCESS) return rc;
+    Runtime::SleepUntil(Runtime::Get().ReadyTime(*stream));
+  } else {
+    Runtime::Get().WaitLegacyStream(ctx);
+  }
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult EnterAsync(CUstream handle, bool per_thread, int* device) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Stream* stream = nullptr;
+  if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  // Captured copies become graph memcpy nodes, which the simulated graphs do not have.
+  if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  *device = stream->ctx->device;
+  return CUDA_SUCCESS;
+}
+
+enum class Kind1D : uint8_t { kHtoD, kDtoH, kDtoD, kUnified };
+
+CUresult Copy1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, int device) {
+  if (n == 0) return CUDA_SUCCESS;
+  const bool dst_device = kind == Kind1D::kHtoD || kind == Kind1D::kDtoD;
+  const bool src_device = kind == Kind1D::kDtoH || kind == Kind1D::kDtoD;
+  bool ok = false;
+  if (kind == Kind1D::kUnified) {
+    ok = UnifiedUsable(dst, n, Access::kWrite, device) && UnifiedUsable(src, n, Access::kRead, device);
+  } else {
+    ok = (dst_device ? DeviceUsable(dst, n, Access::kWrite, device)
+                     : HostRangeUsable(reinterpret_cast<const void*>(dst), n, Access::kWrite)) &&
+         (src_device ? DeviceUsable(src, n, Access::kRead, device)
+                     : HostRangeUsable(reinterpret_cast<const void*>(src), n, Access::kRead));
+  }
+  if (!ok) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+
+CUresult Sync1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Copy1D(kind, dst, src, n, device);
+}
+
+CUresult Async1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, CUstream stream, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Copy1D(kind, dst, src, n, device);
+}
+
+uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// One side of a 2D copy, widened from either struct version.
+struct Side2D {
+  CUmemorytype type;
+  uint64_t host;
+  uint64_t device;
+  uint64_t x;
+  uint64_t y;
+  uint64_t pitch;
+};
+
+// Validates one side; on success *start is the first byte touched.
+CUresult CheckSide(const Side2D& side, uint64_t width, uint64_t height, Access access, int device,
+                   uint64_t* start) {
+  switch (side.type) {
+    case CU_MEMORYTYPE_ARRAY:
+      return CUDA_ERROR_NOT_SUPPORTED;  // arrays hold no data in the simulator
+    case CU_MEMORYTYPE_HOST:
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED:
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (height > 1 && (side.x > UINT64_MAX - width || side.pitch < side.x + width))
+    return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t base = side.type == CU_MEMORYTYPE_HOST ? side.host : side.device;
+  // The touched extent: rows 0..height-1 of `width` bytes, `pitch` apart.
+  uint64_t offset = 0, bytes = 0, end = 0;
+  if (base == 0 || __builtin_mul_overflow(side.y, side.pitch, &offset) ||
+      __builtin_add_overflow(offset, side.x, &offset) ||
+      __builtin_mul_overflow(height - 1, side.pitch, &bytes) ||
+      __builtin_add_overflow(bytes, width, &bytes) || __builtin_add_overflow(base, offset, start) ||
+      __builtin_add_overflow(*start, bytes, &end)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  bool ok = false;
+  if (side.type == CU_MEMORYTYPE_HOST) {
+    ok = HostRangeUsable(reinterpret_cast<const void*>(*start), bytes, access);
+  } else if (side.type == CU_MEMORYTYPE_DEVICE) {
+    ok = DeviceUsable(*start, bytes, access, device);
+  } else {
+    ok = UnifiedUsable(*start, bytes, access, device);
+  }
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+template <typename Params>
+CUresult Copy2D(const Params* p, int device) {
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const Side2D src{p->srcMemoryType, Ptr(p->srcHost), p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch};
+  const Side2D dst{p->dstMemoryType, Ptr(p->dstHost), p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch};
+  const uint64_t width = p->WidthInBytes;
+  const uint64_t height = p->Height;
+  if (src.type == CU_MEMORYTYPE_ARRAY || dst.type == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  uint64_t from = 0, to = 0;
+  if (CUresult rc = CheckSide(src, width, height, Access::kRead, device, &from); rc != CUDA_SUCCESS)
+    return rc;
+  if (CUresult rc = CheckSide(dst, width, height, Access::kWrite, device, &to); rc != CUDA_SUCCESS) return rc;
+  for (uint64_t row = 0; row < height; ++row) {
+    std::memmove(reinterpret_cast<void*>(to + row * dst.pitch),
+                 reinterpret_cast<const void*>(from + row * src.pitch), width);
+  }
+  return CUDA_SUCCESS;
+}
+
+template <typename Params>
+CUresult Sync2D(const Params* p, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Copy2D(p, device);
+}
+
+template <typename Params>
+CUresult Async2D(const Params* p, CUstream stream, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Copy2D(p, device);
+}
+
+template <typename T>
+CUresult Set(uint64_t dst, T value, uint64_t count, int device) {
+  if (dst % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;  // D16/D32 need aligned destinations
+  if (count == 0) return CUDA_SUCCESS;
+  if (count > UINT64_MAX / sizeof(T) || !DeviceUsable(dst, count * sizeof(T), Access::kWrite, device)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::fill_n(reinterpret_cast<T*>(dst), count, value);
+  return CUDA_SUCCESS;
+}
+
+template <typename T>
+CUresult SyncSet(uint64_t dst, T value, uint64_t count, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Set(dst, value, count, device);
+}
+
+template <typename T>
+CUresult AsyncSet(uint64_t dst, T value, uint64_t count, CUstream stream, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Set(dst, value, count, device);
+}
+
+}  // namespace
+}  // namespace fgpu::sim::cuda
+
+namespace sim = fgpu::sim::cuda;
+using sim::Guarded;
+using K = sim::Kind1D;
+
+extern "C" {
+
+// --- unified --------------------------------------------------------------------------
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kUnified, dst, src, ByteCount, false); });
+}
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kUnified, dst, src, ByteCount, true); });
+}
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+  return Guarded([&] { return sim::Async1D(K::kUnified, dst, src, ByteCount, hStream, false); });
+}
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+  return Guarded([&] { return sim::Async1D(K::kUnified, dst, src, ByteCount, hStream, true); });
+}
+
+// --- host to device ---------------------------------------------------------------------
+CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void* srcHost, unsigned int ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kHtoD, dstDevice, sim::Ptr(srcHost), ByteCount, false); });
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kHtoD, dstDevice, sim::Ptr(srcHost), ByteCount, false); });
+}
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kHtoD, dstDevice, sim::Ptr(srcHost), ByteCount, true); });
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr_v1 dstDevice, const void* srcHost, unsigned int ByteCount,
+                           CUstream hStream) {
+  return Guarded(
+      [&] { return sim::Async1D(K::kHtoD, dstDevice, sim::Ptr(srcHost), ByteCount, hStream, false); });
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                              CUstream hStream) {
+  return Guarded(
+      [&] { return sim::Async1D(K::kHtoD, dstDevice, sim::Ptr(srcHost), ByteCount, hStream, false); });
+}
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                                   CUstream hStream) {
+  return Guarded(
+      [&] { return sim::Async1D(K::kHtoD, dstDevice, sim::Ptr(srcHost), ByteCount, hStream, true); });
+}
+
+// --- device to host ---------------------------------------------------------------------
+CUresult cuMemcpyDtoH(void* dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kDtoH, sim::Ptr(dstHost), srcDevice, ByteCount, false); });
+}
+CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kDtoH, sim::Ptr(dstHost), srcDevice, ByteCount, false); });
+}
+CUresult cuMemcpyDtoH_v2_ptds(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kDtoH, sim::Ptr(dstHost), srcDevice, ByteCount, true); });
+}
+CUresult cuMemcpyDtoHAsync(void* dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount,
+                           CUstream hStream) {
+  return Guarded(
+      [&] { return sim::Async1D(K::kDtoH, sim::Ptr(dstHost), srcDevice, ByteCount, hStream, false); });
+}
+CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+  return Guarded(
+      [&] { return sim::Async1D(K::kDtoH, sim::Ptr(dstHost), srcDevice, ByteCount, hStream, false); });
+}
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
+  return Guarded(
+      [&] { return sim::Async1D(K::kDtoH, sim::Ptr(dstHost), srcDevice, ByteCount, hStream, true); });
+}
+
+// --- device to device -------------------------------------------------------------------
+CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kDtoD, dstDevice, srcDevice, ByteCount, false); });
+}
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kDtoD, dstDevice, srcDevice, ByteCount, false); });
+}
+CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  return Guarded([&] { return sim::Sync1D(K::kDtoD, dstDevice, srcDevice, ByteCount, true); });
+}
+CUresult cuMemcpyDtoDAsync(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount,
+                           CUstream hStream) {
+  return Guarded([&] { return sim::Async1D(K::kDtoD, dstDevice, srcDevice, ByteCount, hStream, false); });
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream) {
+  return Guarded([&] { return sim::Async1D(K::kDtoD, dstDevice, srcDevice, ByteCount, hStream, false); });
+}
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                   CUstream hStream) {
+  return Guarded([&] { return sim::Async1D(K::kDtoD, dstDevice, srcDevice, ByteCount, hStream, true); });
+}
+
+// --- 2D -----------------------------------------------------------------------------------
+CUresult cuMemcpy2D(const CUDA_MEMCPY2D_v1* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, false); });
+}
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, false); });
+}
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, true); });
+}
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1* pCopy, CUstream hStream) {
+  return Guarded([&] { return sim::Async2D(pCopy, hStream, false); });
+}
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  return Guarded([&] { return sim::Async2D(pCopy, hStream, false); });
+}
+CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  return Guarded([&] { return sim::Async2D(pCopy, hStream, true); });
+}
+
+// --- sets ---------------------------------------------------------------------------------
+CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N) {
+  return Guarded([&] { return sim::SyncSet<uint8_t>(dstDevice, uc, N, false); });
+}
+CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  return Guarded([&] { return sim::SyncSet<uint8_t>(dstDevice, uc, N, false); });
+}
+CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  return Guarded([&] { return sim::SyncSet<uint8_t>(dstDevice, uc, N, true); });
+}
+CUresult cuMemsetD16(CUdeviceptr_v1 dstDevice, unsigned short us, unsigned int N) {
+  return Guarded([&] { return sim::SyncSet<uint16_t>(dstDevice, us, N, false); });
+}
+CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N) {
+  return Guarded([&] { return sim::SyncSet<uint16_t>(dstDevice, us, N, false); });
+}
+CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N) {
+  return Guarded([&] { return sim::SyncSet<uint16_t>(dstDevice, us, N, true); });
+}
+CUresult cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N) {
+  return Guarded([&] { return sim::SyncSet<uint32_t>(dstDevice, ui, N, false); });
+}
+CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+  return Guarded([&] { return sim::SyncSet<uint32_t>(dstDevice, ui, N, false); });
+}
+CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+  return Guarded([&] { return sim::SyncSet<uint32_t>(dstDevice, ui, N, true); });
+}
+CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet<uint8_t>(dstDevice, uc, N, hStream, false); });
+}
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet<uint8_t>(dstDevice, uc, N, hStream, true); });
+}
+CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet<uint16_t>(dstDevice, us, N, hStream, false); });
+}
+CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet<uint16_t>(dstDevice, us, N, hStream, true); });
+}
+CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet<uint32_t>(dstDevice, ui, N, hStream, false); });
+}
+CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet<uint32_t>(dstDevice, ui, N, hStream, true); });
+}
+
+}  // extern "C"

@@ -1,0 +1,259 @@
+// Modules, libraries and functions. PTX images are parsed for their `.entry` names so
+// that looking up a missing kernel fails as on a real driver; binary images (cubin,
+// fatbin) are accepted without inspection and any name resolves.
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/abi/cuda_api.h"
+#include "sim/cuda/launch.h"
+#include "sim/cuda/runtime.h"
+
+using fgpu::sim::cuda::Context;
+using fgpu::sim::cuda::Function;
+using fgpu::sim::cuda::HandleRegistry;
+using fgpu::sim::cuda::Kind;
+using fgpu::sim::cuda::Module;
+using fgpu::sim::cuda::Runtime;
+
+namespace {
+
+constexpr uint32_t kFatbinMagic = 0xBA55ED50;
+constexpr uint32_t kFatbinWrapperMagic = 0x466243B1;
+constexpr int kMaxDynamicSharedOptin = 227 * 1024;
+constexpr size_t kMaxPtxBytes = 64u << 20;
+
+bool IsBinaryImage(const void* image) {
+  uint32_t magic = 0;
+  std::memcpy(&magic, image, sizeof(magic));
+  return std::memcmp(image, "\x7f" "ELF", 4) == 0 || magic == kFatbinMagic || magic == kFatbinWrapperMagic;
+}
+
+// Entry names declared in PTX text: `.entry name(` or `.entry name` followed by space.
+std::vector<std::string> PtxEntries(std::string_view ptx) {
+  std::vector<std::string> entries;
+  for (size_t at = ptx.find(".entry"); at != std::string_view::npos; at = ptx.find(".entry", at + 6)) {
+    size_t begin = at + 6;
+    while (begin < ptx.size() && (ptx[begin] == ' ' || ptx[begin] == '\t')) ++begin;
+    size_t end = begin;
+    while (end < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[end])) || ptx[end] == '_' ||
+                                ptx[end] == '$' || ptx[end] == '.')) {
+      ++end;
+    }
+    if (end > begin) entries.emplace_back(ptx.substr(begin, end - begin));
+  }
+  return entries;
+}
+
+CUresult BuildModule(const void* image, Context* ctx, Module** out) {
+  if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto module = std::make_unique<Module>();
+  module->ctx = ctx;
+  if (IsBinaryImage(image)) {
+    module->opaque = true;
+  } else {
+    const auto* text = static_cast<const char*>(image);
+    const std::string_view ptx(text, strnlen(text, kMaxPtxBytes));
+    if (ptx.find(".version") == std::string_view::npos || ptx.find(".target") == std::string_view::npos) {
+      return CUDA_ERROR_INVALID_PTX;
+    }
+    module->entries = PtxEntries(ptx);
+  }
+  HandleRegistry::Get().Insert(module.get(), Kind::kModule);
+  *out = module.release();
+  return CUDA_SUCCESS;
+}
+
+CUresult LoadForCurrentContext(CUmodule* out, const void* image) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  Module* module = nullptr;
+  if (CUresult rc = BuildModule(image, ctx, &module); rc != CUDA_SUCCESS) return rc;
+  *out = reinterpret_cast<CUmodule>(module);
+  return CUDA_SUCCESS;
+}
+
+CUresult Unload(void* handle) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Module* module = HandleRegistry::Get().Lookup<Module>(handle, Kind::kModule);
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& [name, function] : module->functions) HandleRegistry::Get().Erase(function.get());
+  HandleRegistry::Get().Erase(module);
+  delete module;
+  return CUDA_SUCCESS;
+}
+
+CUresult GetFunction(void* module_handle, const char* name, Function** out) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Module* module = HandleRegistry::Get().Lookup<Module>(module_handle, Kind::kModule);
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const std::string key(name);
+  if (!module->opaque && std::find(module->entries.begin(), module->entries.end(), key) == module->entries.end()) {
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  std::lock_guard lock(module->mu);
+  auto& slot = module->functions[key];
+  if (!slot) {
+    const fgpu::sim::SimConfig& config = Runtime::Get().shared().config();
+    slot = std::make_unique<Function>();
+    slot->module = module;
+    slot->name = key;
+    auto timed = config.kernel_wave_ns.find(key);
+    if (timed != config.kernel_wave_ns.end()) {
+      slot->wave_ns = timed->second;
+    } else if (key == fgpu::sim::cuda::kSpinKernelName) {
+      slot->duration_from_param = true;
+    } else {
+      slot->wave_ns = config.default_kernel_wave_ns;
+    }
+    HandleRegistry::Get().Insert(slot.get(), Kind::kFunction);
+  }
+  *out = slot.get();
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuModuleLoadData(CUmodule* module, const void* image) { return LoadForCurrentContext(module, image); }
+
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions, CUjit_option* options,
+                            void** optionValues) {
+  if (numOptions > 0 && (options == nullptr || optionValues == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  return LoadForCurrentContext(module, image);  // JIT options change nothing the simulator models
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  return LoadForCurrentContext(module, fatCubin);
+}
+
+CUresult cuModuleLoad(CUmodule* module, const char* fname) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (module == nullptr || fname == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::ifstream file(fname, std::ios::binary);
+  if (!file) return CUDA_ERROR_FILE_NOT_FOUND;
+  std::string contents((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (contents.size() < 4) return CUDA_ERROR_INVALID_IMAGE;
+  return LoadForCurrentContext(module, contents.c_str());
+}
+
+CUresult cuModuleUnload(CUmodule hmod) { return Unload(hmod); }
+
+CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  if (hfunc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Function* function = nullptr;
+  if (CUresult rc = GetFunction(hmod, name, &function); rc != CUDA_SUCCESS) return rc;
+  *hfunc = reinterpret_cast<CUfunction>(function);
+  return CUDA_SUCCESS;
+}
+
+// Module globals are not simulated: PTX `.global` variables would need an allocator of
+// their own. The driver's answer for a missing symbol is returned.
+CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
+  (void)dptr;
+  (void)bytes;
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!HandleRegistry::Get().Is(hmod, Kind::kModule)) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod, const char* name) {
+  (void)dptr;
+  (void)bytes;
+  return cuModuleGetGlobal_v2(nullptr, nullptr, hmod, name);
+}
+
+CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (pi == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Function* function = HandleRegistry::Get().Lookup<Function>(hfunc, Kind::kFunction);
+  if (function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 70; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = function->max_dynamic_shared; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = 0; break;
+    default:
+      if (static_cast<int>(attrib) < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+      *pi = 0;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Function* function = HandleRegistry::Get().Lookup<Function>(hfunc, Kind::kFunction);
+  if (function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value > kMaxDynamicSharedOptin) return CUDA_ERROR_INVALID_VALUE;
+    function->max_dynamic_shared = value;
+    return CUDA_SUCCESS;
+  }
+  if (static_cast<int>(attrib) < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;  // other attributes are hints with no simulated effect
+}
+
+CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Function* function = HandleRegistry::Get().Lookup<Function>(hfunc, Kind::kFunction);
+  if (function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *name = function->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+// Libraries are context-independent modules; their kernels are functions.
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
+                           unsigned int numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                           unsigned int numLibraryOptions) {
+  (void)jitOptions;
+  (void)jitOptionsValues;
+  (void)libraryOptions;
+  (void)libraryOptionValues;
+  (void)numJitOptions;
+  (void)numLibraryOptions;
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (library == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Module* module = nullptr;
+  if (CUresult rc = BuildModule(code, nullptr, &module); rc != CUDA_SUCCESS) return rc;
+  *library = reinterpret_cast<CUlibrary>(module);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryUnload(CUlibrary library) { return Unload(library); }
+
+CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  if (pKernel == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Function* function = nullptr;
+  if (CUresult rc = GetFunction(library, name, &function); rc != CUDA_SUCCESS) return rc;
+  *pKernel = reinterpret_cast<CUkernel>(function);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (pFunc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!HandleRegistry::Get().Is(kernel, Kind::kFunction)) return CUDA_ERROR_INVALID_HANDLE;
+  *pFunc = reinterpret_cast<CUfunction>(kernel);
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"

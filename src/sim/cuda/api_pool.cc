@@ -1,0 +1,469 @@
+// Stream-ordered allocation (cuMemAllocAsync, cuMemFreeAsync) and memory pools.
+//
+// A pool holds `reserved` bytes of device memory, charged to the device, of which
+// `used` back live allocations. An allocation that does not fit in the unused
+// reserve grows it by the shortfall rounded up to the granularity; a free returns
+// bytes to the pool, not to the device. Reserve above max(used, release threshold)
+// goes back to the device after a synchronisation (TrimPoolsAfterSync) or on
+// cuMemPoolTrimTo. Allocations are placed immediately: simulated kernels compute
+// nothing, so an allocation that exists early is indistinguishable from one that
+// waits for its stream.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/abi/cuda_api.h"
+#include "sim/cuda/memory_registry.h"
+#include "sim/cuda/runtime.h"
+
+namespace fgpu::sim::cuda {
+
+struct MemPool {
+  int device = 0;  // owning device; CU_DEVICE_CPU for host pools
+  bool is_default = false;
+  bool destroyed = false;    // cuMemPoolDestroy called while allocations were outstanding
+  Context* owner = nullptr;  // context current at creation (nullptr for default pools)
+  CUmemPoolProps props{};
+  uint64_t granularity = 0;
+  uint64_t reserved = 0;
+  uint64_t reserved_high = 0;
+  uint64_t used = 0;
+  uint64_t used_high = 0;
+  uint64_t live_allocations = 0;
+  uint64_t release_threshold = 0;
+  int reuse_follow_event_dependencies = 1;
+  int reuse_allow_opportunistic = 1;
+  int reuse_allow_internal_dependencies = 1;
+  std::vector<CUmemAccess_flags> peer_access;  // per device, set by cuMemPoolSetAccess
+
+  bool charged() const { return device != CU_DEVICE_CPU; }
+};
+
+namespace {
+
+// Host pools have no device granularity; they use the common 2 MiB one.
+constexpr uint64_t kHostPoolGranularity = 2ull << 20;
+
+// Every pool of the process. One lock: pools are not a hot path, and a single
+// lock keeps destroy/free/trim ordering trivially consistent.
+struct PoolTable {
+  std::mutex mu;
+  std::vector<std::unique_ptr<MemPool>> pools;
+  std::vector<MemPool*> default_pool;  // per device, created on first use
+  std::vector<MemPool*> current_pool;  // per device; nullptr = the default pool
+};
+
+PoolTable& Table() {
+  static auto* table = new PoolTable;  // never destroyed, as the other registries
+  return *table;
+}
+
+// Caller holds Table().mu.
+MemPool* NewPool(const CUmemPoolProps& props, Context* owner, bool is_default) {
+  auto pool = std::make_unique<MemPool>();
+  pool->props = props;
+  pool->owner = owner;
+  pool->is_default = is_default;
+  const bool on_device = props.location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+  pool->device = on_device ? props.location.id : CU_DEVICE_CPU;
+  pool->granularity = on_device ? Runtime::Get().spec(pool->device).granularity : kHostPoolGranularity;
+  pool->peer_access.assign(static_cast<size_t>(Runtime::Get().device_count()), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  if (on_device) pool->peer_access[static_cast<size_t>(pool->device)] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  MemPool* raw = pool.get();
+  Table().pools.push_back(std::move(pool));
+  HandleRegistry::Get().Insert(raw, Kind::kMemPool);
+  return raw;
+}
+
+// Caller holds Table().mu.
+MemPool* DefaultPool(int device) {
+  PoolTable& table = Table();
+  const auto count = static_cast<size_t>(Runtime::Get().device_count());
+  if (table.default_pool.size() < count) {
+    table.default_pool.resize(count, nullptr);
+    table.current_pool.resize(count, nullptr);
+  }
+  MemPool*& slot = table.default_pool[static_cast<size_t>(device)];
+  if (slot == nullptr) {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = device;
+    slot = NewPool(props, nullptr, /*is_default=*/true);
+  }
+  return slot;
+}
+
+// Caller holds Table().mu.
+MemPool* CurrentPool(int device) {
+  MemPool* fallback = DefaultPool(device);
+  MemPool* current = Table().current_pool[static_cast<size_t>(device)];
+  return current != nullptr ? current : fallback;
+}
+
+// Caller holds Table().mu. Live pools only: destroyed ones left the handle registry.
+MemPool* Lookup(CUmemoryPool handle) { return HandleRegistry::Get().Lookup<MemPool>(handle, Kind::kMemPool); }
+
+// Caller holds Table().mu. Keeps at least max(used, keep), in whole granules.
+void TrimLocked(MemPool* pool, uint64_t keep) {
+  const uint64_t target = std::max(RoundUp(pool->used, pool->granularity), RoundUp(keep, pool->granularity));
+  if (target >= pool->reserved) return;
+  if (pool->charged()) Runtime::Get().Credit(pool->device, pool->reserved - target);
+  pool->reserved = target;
+}
+
+// Caller holds Table().mu. Gives the reserve back and forgets a destroyed pool.
+void FinalizeLocked(MemPool* pool) {
+  if (pool->charged() && pool->reserved != 0) Runtime::Get().Credit(pool->device, pool->reserved);
+  std::erase_if(Table().pools, [pool](const auto& p) { return p.get() == pool; });
+}
+
+// Caller holds Table().mu.
+void DestroyLocked(MemPool* pool) {
+  HandleRegistry::Get().Erase(pool);
+  PoolTable& table = Table();
+  for (MemPool*& current : table.current_pool) {
+    if (current == pool) current = nullptr;  // the device falls back to its default pool
+  }
+  if (pool->live_allocations == 0) {
+    FinalizeLocked(pool);
+  } else {
+    pool->destroyed = true;  // released when the last allocation is freed, as the driver does
+  }
+}
+
+// Caller holds Table().mu, so the pool cannot be finalized underneath.
+CUresult AllocateLocked(MemPool* pool, Context* ctx, uint64_t bytes, CUdeviceptr* out) {
+  const uint64_t unused = pool->reserved - pool->used;
+  const uint64_t grow = bytes > unused ? RoundUp(bytes - unused, pool->granularity) : 0;
+  if (grow == UINT64_MAX || pool->reserved > UINT64_MAX - grow) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (pool->props.maxSize != 0 && pool->reserved + grow > pool->props.maxSize)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (grow != 0 && pool->charged() && !Runtime::Get().Charge(pool->device, grow))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  const uint64_t base = MapBacking(bytes);
+  bool inserted = false;
+  try {
+    if (base != 0) {
+      Allocation a;
+      a.base = base;
+      a.size = bytes;
+      a.mapped_length = bytes;
+      a.device = pool->device;
+      a.ctx = ctx;
+      a.kind = AllocKind::kAsync;
+      a.pool = pool;
+      a.buffer_id = MemoryRegistry::Get().NextBufferId();
+      inserted = MemoryRegistry::Get().Insert(a);
+    }
+  } catch (...) {
+    inserted = false;
+  }
+  if (!inserted) {
+    UnmapBacking(base, bytes);
+    if (grow != 0 && pool->charged()) Runtime::Get().Credit(pool->device, grow);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  pool->reserved += grow;
+  pool->reserved_high = std::max(pool->reserved_high, pool->reserved);
+  pool->used += bytes;
+  pool->used_high = std::max(pool->used_high, pool->used);
+  ++pool->live_allocations;
+  *out = base;
+  return CUDA_SUCCESS;
+}
+
+CUresult ResolveForAllocator(CUstream handle, bool per_thread, Stream** stream) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, stream); rc != CUDA_SUCCESS) return rc;
+  // Captured allocations become graph allocation nodes, which the graph code adds.
+  if ((*stream)->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return CUDA_SUCCESS;
+}
+
+CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, bool use_current_pool,
+                    CUstream handle, bool per_thread) {
+  Stream* stream = nullptr;
+  if (CUresult rc = ResolveForAllocator(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Table().mu);
+  MemPool* pool = use_current_pool ? CurrentPool(stream->ctx->device) : Lookup(pool_handle);
+  if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return AllocateLocked(pool, stream->ctx, bytes, dptr);
+}
+
+CUresult FreeAsync(CUdeviceptr dptr, CUstream handle, bool per_thread) {
+  Stream* stream = nullptr;
+  if (CUresult rc = ResolveForAllocator(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
+  const auto removed =
+      MemoryRegistry::Get().Erase(dptr, [](const Allocation& a) { return a.kind == AllocKind::kAsync; });
+  if (!removed) return CUDA_ERROR_INVALID_VALUE;
+  ReleaseAsyncAllocation(*removed);
+  return CUDA_SUCCESS;
+}
+
+// Validates pool properties as cuMemPoolCreate does.
+CUresult CheckPoolProps(const CUmemPoolProps* props) {
+  if (props == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (props->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) return CUDA_ERROR_NOT_SUPPORTED;
+  if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  const unsigned handle_types = props->handleTypes;
+  if ((handle_types & CU_MEM_HANDLE_TYPE_FABRIC) != 0) return CUDA_ERROR_NOT_SUPPORTED;  // no IMEX channel
+  if ((handle_types & ~static_cast<unsigned>(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;  // Win32 handles on Linux
+  }
+  switch (props->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      return Runtime::Get().CheckDevice(props->location.id) == CUDA_SUCCESS ? CUDA_SUCCESS
+                                                                            : CUDA_ERROR_INVALID_VALUE;
+    case CU_MEM_LOCATION_TYPE_HOST:
+      return handle_types == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;  // host pools are not IPC capable
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      return props->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;  // one NUMA node
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // including HOST_NUMA_CURRENT, refused by the driver here
+  }
+}
+
+CUresult GetAttribute(MemPool* pool, CUmemPool_attribute attr, void* value) {
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+      *static_cast<int*>(value) = pool->reuse_follow_event_dependencies;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      *static_cast<int*>(value) = pool->reuse_allow_opportunistic;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      *static_cast<int*>(value) = pool->reuse_allow_internal_dependencies;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      *static_cast<cuuint64_t*>(value) = pool->release_threshold;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      *static_cast<cuuint64_t*>(value) = pool->reserved;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      *static_cast<cuuint64_t*>(value) = pool->reserved_high;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      *static_cast<cuuint64_t*>(value) = pool->used;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      *static_cast<cuuint64_t*>(value) = pool->used_high;
+      return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult SetAttribute(MemPool* pool, CUmemPool_attribute attr, const void* value) {
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+      pool->reuse_follow_event_dependencies = *static_cast<const int*>(value) != 0;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      pool->reuse_allow_opportunistic = *static_cast<const int*>(value) != 0;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      pool->reuse_allow_internal_dependencies = *static_cast<const int*>(value) != 0;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      pool->release_threshold = *static_cast<const cuuint64_t*>(value);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:  // only a reset (to zero) is legal
+      if (*static_cast<const cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
+      pool->reserved_high = pool->reserved;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      if (*static_cast<const cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
+      pool->used_high = pool->used;
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      return CUDA_ERROR_INVALID_VALUE;  // read-only
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // namespace
+
+void ReleaseAsyncAllocation(const Allocation& allocation) {
+  UnmapBacking(allocation.base, allocation.mapped_length);
+  std::lock_guard lock(Table().mu);
+  MemPool* pool = allocation.pool;
+  pool->used -= std::min(pool->used, allocation.size);
+  if (--pool->live_allocations == 0 && pool->destroyed) FinalizeLocked(pool);
+}
+
+void TrimPoolsAfterSync(int device) {
+  (void)Guarded([device] {
+    std::lock_guard lock(Table().mu);
+    for (const auto& pool : Table().pools) {
+      if (pool->device == device) TrimLocked(pool.get(), pool->destroyed ? 0 : pool->release_threshold);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+void ReleasePoolsOf(Context* ctx) {
+  std::lock_guard lock(Table().mu);
+  std::vector<MemPool*> owned;
+  for (const auto& pool : Table().pools) {
+    if (pool->owner == ctx && !pool->destroyed && !pool->is_default) owned.push_back(pool.get());
+  }
+  for (MemPool* pool : owned) DestroyLocked(pool);
+  // The context's stream-ordered allocations are gone: the device's pools keep
+  // only what other contexts still use.
+  for (const auto& pool : Table().pools) {
+    if (pool->device == ctx->device) TrimLocked(pool.get(), 0);
+  }
+}
+
+}  // namespace fgpu::sim::cuda
+
+namespace sim = fgpu::sim::cuda;
+using sim::Guarded;
+using sim::Runtime;
+
+extern "C" {
+
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  return Guarded([&] { return sim::AllocAsync(dptr, bytesize, nullptr, true, hStream, false); });
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  return Guarded([&] { return sim::AllocAsync(dptr, bytesize, nullptr, true, hStream, true); });
+}
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  return Guarded([&] { return sim::AllocAsync(dptr, bytesize, pool, false, hStream, false); });
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
+  return Guarded([&] { return sim::AllocAsync(dptr, bytesize, pool, false, hStream, true); });
+}
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  return Guarded([&] { return sim::FreeAsync(dptr, hStream, false); });
+}
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  return Guarded([&] { return sim::FreeAsync(dptr, hStream, true); });
+}
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = Runtime::Get().CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    *pool_out = reinterpret_cast<CUmemoryPool>(sim::DefaultPool(dev));
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = Runtime::Get().CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    *pool = reinterpret_cast<CUmemoryPool>(sim::CurrentPool(dev));
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (CUresult rc = Runtime::Get().CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    sim::MemPool* target = sim::Lookup(pool);
+    if (target == nullptr || target->device != dev) return CUDA_ERROR_INVALID_VALUE;  // must be local to dev
+    sim::DefaultPool(dev);  // sizes the per-device tables
+    sim::Table().current_pool[static_cast<size_t>(dev)] = target;
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = sim::CheckPoolProps(poolProps); rc != CUDA_SUCCESS) return rc;
+    sim::Context* owner = nullptr;
+    (void)Runtime::Get().CurrentContext(&owner);  // pools need no context; one only owns it if current
+    std::lock_guard lock(sim::Table().mu);
+    *pool = reinterpret_cast<CUmemoryPool>(sim::NewPool(*poolProps, owner, /*is_default=*/false));
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    sim::MemPool* target = sim::Lookup(pool);
+    if (target == nullptr || target->is_default) return CUDA_ERROR_INVALID_VALUE;
+    sim::DestroyLocked(target);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    sim::MemPool* target = sim::Lookup(pool);
+    if (target == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return sim::SetAttribute(target, attr, value);
+  });
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    sim::MemPool* target = sim::Lookup(pool);
+    if (target == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return sim::GetAttribute(target, attr, value);
+  });
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Table().mu);
+    sim::MemPool* target = sim::Lookup(pool);
+    if (target == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    sim::TrimLocked(target, minBytesToKeep);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (count > 0 && map == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Table().mu);
+    sim::MemPool* target = sim::Lookup(pool);
+    if (target == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i) {  // validate all before applying any
+      const CUmemAccessDesc& d = map[i];
+      if (d.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+          Runtime::Get().CheckDevice(d.location.id) != CUDA_SUCCESS) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      if (d.flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+          d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      // The pool's own device always keeps read-write access.
+      if (d.location.id == target->device && d.flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+    for (size_t i = 0; i < count; ++i)
+      target->peer_access[static_cast<size_t>(map[i].location.id)] = map[i].flags;
+    return CUDA_SUCCESS;
+  });
+}
+
+}  // extern "C"

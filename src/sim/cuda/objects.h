@@ -1,0 +1,144 @@
+// Process-local driver objects of the simulated libcuda, and the registry that
+// validates every handle an application hands back to us.
+//
+// Handles given to applications (CUcontext, CUstream, CUevent, CUmodule, ...) are
+// pointers to these objects, but no API dereferences a handle before the registry
+// confirms it is live and of the expected kind: a stale, foreign or garbage handle
+// gets CUDA_ERROR_INVALID_HANDLE / INVALID_CONTEXT / INVALID_VALUE, never a crash.
+//
+// Thread-safety: the registry is internally locked. Object fields that change after
+// creation are atomics or guarded by the owning context's mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/abi/cuda_types.h"
+
+namespace fgpu::sim::cuda {
+
+enum class Kind : uint8_t {
+  kContext, kStream, kEvent, kModule, kFunction, kGraph, kGraphNode, kGraphExec, kMemPool, kArray,
+  kMipmappedArray,
+};
+
+struct Context;
+struct Graph;
+
+struct Stream {
+  Context* ctx = nullptr;
+  unsigned flags = 0;  // CU_STREAM_NON_BLOCKING or default
+  int priority = 0;
+  bool is_default = false;  // the legacy or a per-thread default stream
+  // End (monotonic ns) of the last work queued on this stream.
+  std::atomic<uint64_t> tail_ns{0};
+  // Non-null while the stream is being captured into a graph.
+  std::atomic<Graph*> capture{nullptr};
+  CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  // Host functions queued on this stream that have not run yet: synchronisation waits for them.
+  std::atomic<int> pending_host_calls{0};
+};
+
+struct Context {
+  int device = 0;
+  unsigned flags = 0;
+  bool primary = false;
+  unsigned long long id = 0;
+  uint64_t charged_overhead = 0;  // device memory charged at creation
+  std::unique_ptr<Stream> legacy_stream;
+  // Latest end of work on any blocking stream: the legacy stream waits for it.
+  std::atomic<uint64_t> blocking_tail_ns{0};
+  // Latest end of any work in the context: cuCtxSynchronize waits for it.
+  std::atomic<uint64_t> tail_ns{0};
+  std::mutex mu;  // guards limits below
+  size_t stack_limit = 1024;
+  size_t malloc_heap_limit = 8u << 20;
+  size_t printf_fifo_limit = 1u << 20;
+};
+
+struct Event {
+  Context* ctx = nullptr;
+  unsigned flags = 0;
+  std::atomic<bool> recorded{false};
+  std::atomic<uint64_t> time_ns{0};  // when the work captured by the last record completes
+};
+
+struct Function;
+struct Module {
+  Context* ctx = nullptr;
+  // Entry names parsed from PTX. Empty with `opaque` set: a cubin/fatbin image we cannot
+  // parse, so any name is accepted.
+  std::vector<std::string> entries;
+  bool opaque = false;
+  std::mutex mu;
+  std::unordered_map<std::string, std::unique_ptr<Function>> functions;
+};
+
+struct Function {
+  Module* module = nullptr;
+  std::string name;
+  uint64_t wave_ns = 0;        // device time of one wave (a grid of <= sm_count blocks)
+  bool duration_from_param = false;  // fgpu_spin: first parameter (u64 ns) is the wave time
+  int max_dynamic_shared = 48 * 1024;
+};
+
+// Kernel launch as recorded in a graph or executed on a stream.
+struct KernelLaunch {
+  Function* function = nullptr;
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
+  uint64_t param_ns = 0;  // the fgpu_spin duration parameter, copied at launch/capture
+};
+
+struct GraphNode {
+  enum class Type : uint8_t { kKernel, kMemAlloc, kMemFree, kEmpty } type = Type::kEmpty;
+  KernelLaunch kernel;
+  int device = 0;
+  uint64_t bytes = 0;         // kMemAlloc: requested size
+  CUdeviceptr dptr = 0;       // kMemAlloc: address handed out; kMemFree: address freed
+};
+
+struct Graph {
+  std::mutex mu;
+  std::vector<std::unique_ptr<GraphNode>> nodes;  // in dependency (insertion) order
+  // Address ranges reserved for memory-allocation nodes, unmapped with the graph.
+  std::vector<std::pair<void*, size_t>> reserved_ranges;
+};
+
+struct GraphExec {
+  Context* ctx = nullptr;
+  std::vector<GraphNode> nodes;
+  // Graph memory: charged on first launch, kept until trim or destroy (as the
+  // driver's graph memory pool keeps it).
+  bool memory_resident = false;
+  uint64_t resident_bytes = 0;
+  int resident_device = 0;
+  bool frees_all_allocations = false;  // every alloc node has a matching free node
+  std::atomic<uint64_t> last_launch_end_ns{0};
+};
+
+// The one table of live handles. Insert on create, Erase on destroy, Lookup before use.
+class HandleRegistry {
+ public:
+  static HandleRegistry& Get();
+  void Insert(const void* handle, Kind kind);
+  void Erase(const void* handle);
+  bool Is(const void* handle, Kind kind) const;
+
+  template <typename T>
+  T* Lookup(const void* handle, Kind kind) const {
+    return Is(handle, kind) ? static_cast<T*>(const_cast<void*>(handle)) : nullptr;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<const void*, Kind> live_;
+};
+
+}  // namespace fgpu::sim::cuda

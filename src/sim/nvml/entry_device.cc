@@ -1,0 +1,162 @@
+// Exported NVML entry points: device enumeration and identity.
+#include <cctype>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "core/abi/nvml_api.h"
+#include "sim/nvml/library.h"
+#include "sim/nvml/pci_info.h"
+
+namespace {
+
+using fgpu::sim::nvml::CopyOut;
+using fgpu::sim::nvml::FillPciInfo;
+using fgpu::sim::nvml::ParsePciBusId;
+using fgpu::sim::nvml::PciAddress;
+using fgpu::sim::nvml::Session;
+using fgpu::sim::nvml::WithDevice;
+using fgpu::sim::nvml::WithSession;
+
+// The config stores UUIDs in lower case; callers copy them from tools that may not.
+bool SameUuid(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount) {
+  return WithSession([&](Session& session) {
+    if (deviceCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *deviceCount = static_cast<unsigned int>(session.device_count());
+    return NVML_SUCCESS;
+  });
+}
+
+// v1 counted only devices the caller may use; every simulated device qualifies.
+nvmlReturn_t nvmlDeviceGetCount(unsigned int* deviceCount) { return nvmlDeviceGetCount_v2(deviceCount); }
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  return WithSession([&](Session& session) {
+    if (device == nullptr || index >= static_cast<unsigned int>(session.device_count())) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    *device = Session::HandleFor(static_cast<int>(index));
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
+  return nvmlDeviceGetHandleByIndex_v2(index, device);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
+  return WithSession([&](Session& session) {
+    if (uuid == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < session.device_count(); ++i) {
+      if (SameUuid(session.shared().spec(i).uuid, uuid)) {
+        *device = Session::HandleFor(i);
+        return NVML_SUCCESS;
+      }
+    }
+    return NVML_ERROR_NOT_FOUND;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device) {
+  return WithSession([&](Session& session) {
+    if (pciBusId == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // Bounded read: a bus id has at most 8+1+2+1+2+1+1 characters; anything longer
+    // cannot match, and an unterminated buffer is not scanned past that bound.
+    const size_t length = strnlen(pciBusId, NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE);
+    const std::optional<PciAddress> wanted = ParsePciBusId(std::string_view(pciBusId, length));
+    if (!wanted) return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < session.device_count(); ++i) {
+      if (ParsePciBusId(session.shared().spec(i).pci_bus_id) == wanted) {
+        *device = Session::HandleFor(i);
+        return NVML_SUCCESS;
+      }
+    }
+    return NVML_ERROR_NOT_FOUND;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  return WithDevice(device, [&](Session& session, int index) {
+    return CopyOut(session.shared().spec(index).name, name, length);
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  return WithDevice(device, [&](Session& session, int index) {
+    return CopyOut(session.shared().spec(index).uuid, uuid, length);
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
+  return WithDevice(device, [&](Session&, int device_index) {
+    if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *index = static_cast<unsigned int>(device_index);
+    return NVML_SUCCESS;
+  });
+}
+
+// The simulated /dev/nvidiaN numbering follows the NVML index.
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber) {
+  return WithDevice(device, [&](Session&, int device_index) {
+    if (minorNumber == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *minorNumber = static_cast<unsigned int>(device_index);
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return WithDevice(device, [&](Session& session, int index) {
+    if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // The config loader guarantees a well-formed bus id; a bad one is our bug.
+    return FillPciInfo(session.shared().spec(index), pci) ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+  return WithDevice(device, [&](Session& session, int index) {
+    if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *major = session.shared().spec(index).cc_major;
+    *minor = session.shared().spec(index).cc_minor;
+    return NVML_SUCCESS;
+  });
+}
+
+// The simulator models whole GPUs only.
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode) {
+  return WithDevice(device, [&](Session&, int) {
+    if (currentMode == nullptr || pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *currentMode = NVML_DEVICE_MIG_DISABLE;
+    *pendingMode = NVML_DEVICE_MIG_DISABLE;
+    return NVML_SUCCESS;
+  });
+}
+
+// No thermal or power model: the answer real boards without the sensor give.
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                      unsigned int* temp) {
+  return WithDevice(device, [&](Session&, int) {
+    if (temp == nullptr || sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+    return NVML_ERROR_NOT_SUPPORTED;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
+  return WithDevice(device, [&](Session&, int) {
+    if (power == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    return NVML_ERROR_NOT_SUPPORTED;
+  });
+}
+
+}  // extern "C"
