@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "sim/state/shared_devices.h"
-#include "tests/sim/probe_runner.h"
+#include "probe_runner.h"
 
 namespace fgpu::testing {
 namespace {
@@ -80,8 +80,9 @@ TEST_F(SimMultiProcess, KilledProcessMemoryIsReleased) {
   victim->Wait();
   ProbeResult info = Run({"info"});
   ASSERT_EQ(info.exit_code, 0) << info.stderr_text;
-  EXPECT_EQ(info.Event("info")["mem_get_info"]["free"].get<uint64_t>(), 4096 * kMiB - 300 * kMiB);
-  for (const auto& process : info.Event("info")["nvml"]["processes"]) {
+  const auto event = info.Event("info");
+  EXPECT_EQ(event["mem_get_info"]["free"].get<uint64_t>(), 4096 * kMiB - 300 * kMiB);
+  for (const auto& process : event["nvml"]["processes"]) {
     EXPECT_NE(process["pid"].get<int>(), victim->pid());
   }
 }
