@@ -27,14 +27,7 @@ constexpr const char* kPtx =
     ".visible .entry k100us()\n{\n ret;\n}\n"
     ".visible .entry fgpu_spin(.param .u64 ns)\n{\n ret;\n}\n";
 
-std::string RunSim(const std::function<std::string()>& body) {
-  return RunInChild([&] {
-    const std::string segment = UseSimConfig(kConfig, "exec-test");
-    std::string failure = body();
-    SharedDevices::Remove(segment).ok();
-    return failure;
-  });
-}
+std::string RunSim(const std::function<std::string()>& body) { return RunWithConfig(kConfig, "exec-test", body); }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -25,17 +25,7 @@ constexpr const char* kConfig = R"({
 })";
 
 std::string RunMem(const std::function<std::string()>& body, const char* config = kConfig) {
-  return RunInChild([&] {
-    const std::string segment = UseSimConfig(config, "mem-test");
-    std::string failure = body();
-    SharedDevices::Remove(segment).ok();
-    return failure;
-  });
-}
-
-uint64_t FreeBytes() {
-  size_t free = 0, total = 0;
-  return cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS ? free : 0;
+  return RunWithConfig(config, "mem-test", body);
 }
 
 TEST(SimMemory, ChargesRoundToGranularityAndFreesRestoreExactly) {

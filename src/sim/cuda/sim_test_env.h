@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/child_process.h"
 #include "sim/state/shared_devices.h"
 
 namespace fgpu::sim::testing {
@@ -25,6 +27,24 @@ inline std::string UseSimConfig(const std::string& json, const std::string& tag)
   setenv(kConfigEnv, (base + ".json").c_str(), 1);
   setenv(kSegmentEnv, segment.c_str(), 1);
   return segment;
+}
+
+// Runs `body` in a forked child on a private segment of the device configuration `json`
+// (see RunInChild), removing the segment afterwards.
+inline std::string RunWithConfig(const std::string& json, const std::string& tag,
+                                 const std::function<std::string()>& body) {
+  return RunInChild([&] {
+    const std::string segment = UseSimConfig(json, tag);
+    std::string failure = body();
+    SharedDevices::Remove(segment).ok();
+    return failure;
+  });
+}
+
+// Free device memory as cuMemGetInfo reports it, 0 on error.
+inline uint64_t FreeBytes() {
+  size_t free = 0, total = 0;
+  return cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS ? free : 0;
 }
 
 // A context made current on the calling thread, released at scope exit.

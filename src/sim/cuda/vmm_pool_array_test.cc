@@ -22,17 +22,7 @@ constexpr const char* kConfig = R"({
 })";
 
 std::string RunSim(const std::function<std::string()>& body) {
-  return RunInChild([&] {
-    const std::string segment = UseSimConfig(kConfig, "vmm-pool-test");
-    std::string failure = body();
-    SharedDevices::Remove(segment).ok();
-    return failure;
-  });
-}
-
-uint64_t FreeBytes() {
-  size_t free = 0, total = 0;
-  return cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS ? free : 0;
+  return RunWithConfig(kConfig, "vmm-pool-test", body);
 }
 
 CUmemAllocationProp DeviceProp(int device = 0, unsigned handle_types = 0) {

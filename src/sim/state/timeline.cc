@@ -39,7 +39,7 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UIN
 
 uint32_t RoundedPercent(uint64_t busy_ns, uint64_t window_ns) {
   if (window_ns == 0) return 0;
-  // busy and window are < 2^34 ns (12.8 s), so the products cannot overflow.
+  // busy and window are at most 10 s (< 2^34 ns): the products cannot overflow.
   const uint64_t percent = (busy_ns * 100 + window_ns / 2) / window_ns;
   return static_cast<uint32_t>(std::min<uint64_t>(percent, 100));
 }

@@ -41,9 +41,9 @@ TEST(SharedDevicesTimeline, KernelsSerializeAndRespectNotBefore) {
   ScopedSegment segment;
   auto d = AttachOrDie(segment.name());
   const uint64_t before = SharedDevices::NowNs();
-  const KernelSlot a = d->EnqueueKernel(0, 0, 5 * kMs);
+  const KernelSlot a = d->EnqueueKernel(0, 0, 500 * kMs);  // long: b is queued behind it even on a slow machine
   EXPECT_GE(a.start_ns, before);
-  EXPECT_EQ(a.end_ns, a.start_ns + 5 * kMs);
+  EXPECT_EQ(a.end_ns, a.start_ns + 500 * kMs);
   const KernelSlot b = d->EnqueueKernel(0, 0, 1 * kMs);
   EXPECT_EQ(b.start_ns, a.end_ns);  // queued behind a
   const KernelSlot c = d->EnqueueKernel(0, b.end_ns + 50 * kMs, 1 * kMs);
@@ -150,7 +150,7 @@ TEST(SharedDevicesTimeline, PerProcessSharesAddUp) {
   // Every 20 ms: this process 6 ms, then the child 4 ms. Enqueued in lockstep so that the
   // timeline (one FIFO of reservations) receives them in time order.
   constexpr uint64_t kPeriods = 75;
-  const uint64_t t0 = SharedDevices::NowNs() + 30 * kMs;
+  const uint64_t t0 = SharedDevices::NowNs() + 100 * kMs;  // room for the handshake on a loaded machine
   Channel to_child, to_parent;
   const pid_t child = ForkChild([&]() {
     to_child.CloseWrite();
@@ -228,8 +228,9 @@ TEST(SharedDevicesTimeline, AReusedSlotDoesNotInheritBusyTime) {
 TEST(SharedDevicesTimeline, OverflowingThePendingQueueStaysSane) {
   ScopedSegment segment;
   auto d = AttachOrDie(segment.name());
-  // 1500 separate 2 us kernels 10 us apart: more distinct intervals than the queue holds.
-  const uint64_t t0 = SharedDevices::NowNs() + 5 * kMs;
+  // 1500 separate 2 us kernels 10 us apart, all in the future: more distinct intervals
+  // than the pending queue holds.
+  const uint64_t t0 = SharedDevices::NowNs() + 50 * kMs;
   uint64_t last_end = 0;
   for (uint64_t k = 0; k < 1500; ++k) {
     const KernelSlot s = d->EnqueueKernel(0, t0 + k * 10 * kUs, 2 * kUs);
