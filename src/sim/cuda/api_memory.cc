@@ -169,7 +169,7 @@ CUresult GetInfo(uint64_t* free_bytes, uint64_t* total_bytes) {
   Context* ctx = nullptr;
   if (CUresult rc = Current(&ctx); rc != CUDA_SUCCESS) return rc;
   if (free_bytes == nullptr || total_bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const MemoryInfo info = Runtime::Get().shared().Memory(ctx->device);
+  const MemoryInfo info = Runtime::Get().Memory(ctx->device);
   *free_bytes = info.free;
   *total_bytes = info.total;
   return CUDA_SUCCESS;

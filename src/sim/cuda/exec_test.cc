@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/child_process.h"
@@ -469,6 +470,62 @@ TEST(SimGraph, MemoryNodesAreChargedWhileResident) {
     FGPU_REQUIRE_CU(cuGraphLaunch(big_exec, nullptr), CUDA_ERROR_OUT_OF_MEMORY);
     FGPU_REQUIRE_CU(cuMemGetInfo_v2(&free1, &total), CUDA_SUCCESS);
     FGPU_REQUIRE(free1 == free0);
+    return std::string();
+  }), "");
+}
+
+}  // namespace
+}  // namespace fgpu::sim::testing
+
+namespace fgpu::sim::testing {
+namespace {
+
+TEST(SimVisibleDevices, ReorderedIndicesBecomeOrdinals) {
+  EXPECT_EQ(RunSim([] {
+    setenv("CUDA_VISIBLE_DEVICES", "1,0", 1);
+    FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
+    int count = 0;
+    FGPU_REQUIRE_CU(cuDeviceGetCount(&count), CUDA_SUCCESS);
+    FGPU_REQUIRE(count == 2);
+    auto all = SharedDevices::Attach(LoadSimConfig(getenv(kConfigEnv)).value(), getenv(kSegmentEnv));
+    FGPU_REQUIRE(all.ok());
+    // Ordinal 0 is physical device 1: its memory is what an allocation on ordinal 0 charges.
+    PrimaryContext ctx(0);
+    FGPU_REQUIRE(ctx.ok());
+    CUdeviceptr ptr = 0;
+    FGPU_REQUIRE_CU(cuMemAlloc_v2(&ptr, 64 * kMiB), CUDA_SUCCESS);
+    FGPU_REQUIRE((*all)->Memory(1).used == 564 * kMiB);  // context + allocation
+    FGPU_REQUIRE((*all)->Memory(0).used == 0);
+    return std::string();
+  }), "");
+}
+
+TEST(SimVisibleDevices, UuidPrefixesInvalidEntriesAndEmpty) {
+  EXPECT_EQ(RunSim([] {
+    auto config = LoadSimConfig(getenv(kConfigEnv));
+    FGPU_REQUIRE(config.ok());
+    const std::string uuid1 = config->devices[1].uuid;
+    setenv("CUDA_VISIBLE_DEVICES", uuid1.substr(0, 12).c_str(), 1);  // "GPU-" + 8 hex digits
+    FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
+    int count = 0;
+    FGPU_REQUIRE_CU(cuDeviceGetCount(&count), CUDA_SUCCESS);
+    FGPU_REQUIRE(count == 1);
+    char bus[32];
+    FGPU_REQUIRE_CU(cuDeviceGetPCIBusId(bus, sizeof(bus), 0), CUDA_SUCCESS);
+    FGPU_REQUIRE(std::string(config->devices[1].pci_bus_id).find(bus) != std::string::npos);
+    return std::string();
+  }), "");
+  EXPECT_EQ(RunSim([] {
+    setenv("CUDA_VISIBLE_DEVICES", "1,7,0", 1);  // stops at the invalid entry
+    FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
+    int count = 0;
+    FGPU_REQUIRE_CU(cuDeviceGetCount(&count), CUDA_SUCCESS);
+    FGPU_REQUIRE(count == 1);
+    return std::string();
+  }), "");
+  EXPECT_EQ(RunSim([] {
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    FGPU_REQUIRE_CU(cuInit(0), CUDA_ERROR_NO_DEVICE);
     return std::string();
   }), "");
 }

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "sim/cuda/visible_devices.h"
 
 namespace fgpu::sim::cuda {
 namespace {
@@ -46,7 +50,14 @@ CUresult Runtime::Init(unsigned flags) {
     return init_result_;
   }
   shared_ = std::move(attached).value();
-  primaries_.resize(static_cast<size_t>(shared_->device_count()));
+  std::vector<std::string> uuids;
+  for (int i = 0; i < shared_->device_count(); ++i) uuids.push_back(shared_->spec(i).uuid);
+  visible_ = ParseVisibleDevices(std::getenv("CUDA_VISIBLE_DEVICES"), uuids);
+  if (visible_.empty()) {
+    init_result_ = CUDA_ERROR_NO_DEVICE;  // what the driver says when CUDA_VISIBLE_DEVICES hides every device
+    return init_result_;
+  }
+  primaries_.resize(visible_.size());
   init_result_ = CUDA_SUCCESS;
   return init_result_;
 }
@@ -56,7 +67,7 @@ CUresult Runtime::RequireInit() const {
   return init_done_ && init_result_ == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
-int Runtime::device_count() const { return shared_ ? shared_->device_count() : 0; }
+int Runtime::device_count() const { return static_cast<int>(visible_.size()); }
 
 CUresult Runtime::CheckDevice(int device) const {
   return device >= 0 && device < device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
@@ -281,7 +292,7 @@ void Runtime::AdvanceStream(Stream& stream, uint64_t end_ns) {
 }
 
 KernelSlot Runtime::EnqueueWork(Stream& stream, uint64_t duration_ns) {
-  const KernelSlot slot = shared_->EnqueueKernel(stream.ctx->device, ReadyTime(stream), duration_ns);
+  const KernelSlot slot = shared_->EnqueueKernel(physical(stream.ctx->device), ReadyTime(stream), duration_ns);
   AdvanceStream(stream, slot.end_ns);
   return slot;
 }

@@ -35,16 +35,20 @@ class Runtime {
   CUresult Init(unsigned flags);
   // CUDA_SUCCESS once cuInit succeeded, CUDA_ERROR_NOT_INITIALIZED otherwise.
   CUresult RequireInit() const;
+  // Devices below are CUDA ordinals: the devices CUDA_VISIBLE_DEVICES makes visible, in its
+  // order. The shared state is indexed by physical device; these methods translate.
   SharedDevices& shared() { return *shared_; }
   int device_count() const;
   // CUDA_ERROR_INVALID_DEVICE unless 0 <= device < device_count().
   CUresult CheckDevice(int device) const;
-  const DeviceSpec& spec(int device) const { return shared_->spec(device); }
+  int physical(int device) const { return visible_[static_cast<size_t>(device)]; }
+  const DeviceSpec& spec(int device) const { return shared_->spec(physical(device)); }
   uint64_t RoundToGranularity(int device, uint64_t bytes) const;
 
   // Charges device memory to this process (OOM -> false, nothing charged).
-  bool Charge(int device, uint64_t bytes) { return shared_->TryCharge(device, bytes); }
-  void Credit(int device, uint64_t bytes) { shared_->Credit(device, bytes); }
+  bool Charge(int device, uint64_t bytes) { return shared_->TryCharge(physical(device), bytes); }
+  void Credit(int device, uint64_t bytes) { shared_->Credit(physical(device), bytes); }
+  MemoryInfo Memory(int device) { return shared_->Memory(physical(device)); }
 
   // --- contexts -----------------------------------------------------------------
   // New non-primary context, made current on this thread (cuCtxCreate semantics).
@@ -96,6 +100,7 @@ class Runtime {
   bool init_done_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
   std::unique_ptr<SharedDevices> shared_;
+  std::vector<int> visible_;  // CUDA ordinal -> physical device
   std::vector<PrimarySlot> primaries_;
   unsigned long long next_context_id_ = 1;
 };

@@ -1,0 +1,126 @@
+// A slice: a share of one or more GPUs given to a workload (one or many processes).
+//
+// On disk / in shared memory a slice is a directory with two files:
+//   limits  — written only by the slice's creator (the agent, or `fgpu run` standalone), mode
+//             0644; the workload maps it read-only. Holds the slice id and, per device (by UUID),
+//             the memory cap and compute share. Caps are single 64-bit words read atomically on
+//             every operation, so they can change while the workload runs.
+//   ledger  — written by the workload's processes through the hook (mode 0666 when the creator
+//             is another user). Holds per device the bytes charged, and one slot per process
+//             (pid + start time, so PID reuse cannot keep a dead process's charge alive) with its
+//             own charges.
+// Both files start with a magic and a format version (docs/slice-format.md); a file of another
+// version, a truncated or garbage file is refused with a clear Status, never reinterpreted.
+//
+// Admission (Ledger::Reserve) is lock-free and crash-safe: no lock is ever held, so a process
+// killed at any instruction cannot make another wait, and its charges — including one caught
+// between "device counter updated" and "own slot updated" — are fully recovered by whoever
+// reaps it (the next process of the slice that attaches or runs out of memory, or the agent).
+// The protocol (docs/slice-format.md): a per-device 128-bit word {used, last op = (slot, seq)}
+// updated by one CAS, a per-slot journal {bytes, seq} written before that CAS, and a per-slot
+// 128-bit {charged, committed seq} that the owner or any helper completes idempotently.
+//
+// Thread-safety: everything may be called from any thread of any process. The Ledger's
+// Reserve/Release/Cap/Used make no syscall, take no lock and allocate nothing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fgpu::slice {
+
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr int kMaxDevices = 16;
+inline constexpr int kMaxProcesses = 256;
+inline constexpr size_t kUuidBytes = 48;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL, padded
+inline constexpr size_t kIdBytes = 64;
+
+struct DeviceLimit {
+  std::string uuid;              // NVML form, "GPU-..." (the one index space; ordinals are translated at the edges)
+  uint64_t memory_cap = 0;       // bytes
+  uint32_t compute_share = 100;  // percent of the device (enforced by a later issue)
+};
+
+struct SliceSpec {
+  std::string id;  // [A-Za-z0-9._-]{1,63}
+  std::vector<DeviceLimit> devices;  // 1..kMaxDevices, distinct UUIDs
+};
+
+struct ProcessUsage {
+  int32_t pid = 0;
+  uint64_t start_time = 0;
+  std::vector<uint64_t> charged;  // per slice device
+};
+
+struct UsageSnapshot {
+  std::vector<uint64_t> used;  // per slice device
+  std::vector<uint64_t> caps;
+  std::vector<ProcessUsage> processes;
+};
+
+// Creator side: makes, resizes, inspects and removes slices. Not used by the hook.
+class SliceAdmin {
+ public:
+  // Creates `dir` (must not exist, parent must) with both files. Invalid spec -> InvalidArgument.
+  static Result<SliceAdmin> Create(const std::string& dir, const SliceSpec& spec);
+  // Opens an existing slice for administration (validates both files).
+  static Result<SliceAdmin> Open(const std::string& dir);
+
+  SliceAdmin(SliceAdmin&&) noexcept;
+  SliceAdmin& operator=(SliceAdmin&&) noexcept;
+  ~SliceAdmin();
+
+  const SliceSpec& spec() const;
+  // Live resize: shrinking below usage makes new reservations fail; existing charges stay.
+  Status SetMemoryCap(int device, uint64_t cap);
+  UsageSnapshot Usage() const;
+  // Releases the charges of dead processes. Returns how many were reaped.
+  int ReapDeadProcesses();
+  // Deletes both files and the directory.
+  Status Remove();
+
+ private:
+  struct Impl;
+  explicit SliceAdmin(Impl* impl);
+  Impl* impl_;
+};
+
+// Workload side, used by the hook: maps the slice, claims this process's slot, and admits
+// device memory against the caps. Attach may allocate and make syscalls; nothing else does.
+class Ledger {
+ public:
+  // Maps `dir`/limits read-only and `dir`/ledger read-write, validates both, reaps dead
+  // processes, claims (or re-uses, for the same pid + start time) a process slot.
+  // Errors name the file and the problem: NotFound, VersionMismatch, Corrupt, ResourceExhausted.
+  static Result<Ledger*> Attach(const char* dir);  // never freed: the hook lives as long as the process
+
+  int device_count() const;
+  // Index of the slice device with this UUID (case-insensitive), -1 if the slice does not have it.
+  int FindDevice(const char* uuid) const;
+  const char* device_uuid(int device) const;
+
+  uint64_t Cap(int device) const;   // current cap (one atomic load)
+  uint64_t Used(int device) const;  // bytes charged by all processes of the slice
+  uint64_t ChargedByThisProcess(int device) const;
+
+  // Charges `bytes` if used + bytes <= cap, atomically with respect to every other process and
+  // thread: no interleaving can admit past the cap. On refusal, reaps dead processes (slow path:
+  // syscalls) and tries once more. False: nothing changed.
+  bool Reserve(int device, uint64_t bytes);
+  // Returns bytes charged by this process (a free, or the rollback of a failed real call).
+  void Release(int device, uint64_t bytes);
+  int ReapDeadProcesses();
+
+ private:
+  Ledger() = default;
+  struct Impl;
+  Impl* impl_ = nullptr;
+};
+
+// The environment variable naming the slice directory, read by the hook.
+inline constexpr const char* kSliceEnv = "FGPU_SLICE";
+
+}  // namespace fgpu::slice
