@@ -40,6 +40,16 @@ struct SimResetOptions {
 CLI::App* AddSimResetFlags(CLI::App& sim, SimResetOptions* options);
 int RunSimReset(const SimResetOptions& options);
 
+// fgpu run --memory SIZE [--device N|UUID] -- CMD ARGS...
+struct RunOptions {
+  std::string memory;
+  std::string device = "0";
+  std::vector<std::string> command;
+};
+CLI::App* AddRunFlags(CLI::App& root, RunOptions* options);
+// The command's exit status (128 + signal if it was killed), or an fgpu exit code.
+int RunRun(const RunOptions& options);
+
 // fgpu version
 CLI::App* AddVersionFlags(CLI::App& root);
 int RunVersion();

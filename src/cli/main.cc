@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   SimResetOptions sim_reset;
   cli.AddLeaf(AddSimResetFlags(sim, &sim_reset), [&] { return RunSimReset(sim_reset); });
 
+  RunOptions run;
+  cli.AddLeaf(AddRunFlags(cli.root(), &run), [&] { return RunRun(run); }, kSimRunExtrasHint);
+
   DemoOptions demo;
   cli.AddLeaf(AddDemoFlags(cli.root(), &demo), [&] { return RunDemo(demo); });
   cli.AddLeaf(AddVersionFlags(cli.root()), [] { return RunVersion(); });

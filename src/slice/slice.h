@@ -82,6 +82,14 @@ class SliceAdmin {
   // Deletes both files and the directory.
   Status Remove();
 
+  // ---- Extra methods (for testing) ----
+  // Claims a slot for (pid, start_time) as if that process had attached, and charges it
+  // through the protocol (no cap check). Returns the slot index. Lets tests plant a process
+  // whose pid is alive but whose start time is wrong (PID reuse).
+  Result<int> TEST_PlantProcess(int32_t pid, uint64_t start_time, const std::vector<uint64_t>& charged);
+  // Sum of every slot's charge on `device`, FREE slots included.
+  uint64_t TEST_TotalSlotCharges(int device) const;
+
  private:
   struct Impl;
   explicit SliceAdmin(Impl* impl);
@@ -95,6 +103,8 @@ class Ledger {
   // Maps `dir`/limits read-only and `dir`/ledger read-write, validates both, reaps dead
   // processes, claims (or re-uses, for the same pid + start time) a process slot.
   // Errors name the file and the problem: NotFound, VersionMismatch, Corrupt, ResourceExhausted.
+  // Attaching the same slice again in this process returns the same Ledger. A forked child
+  // gets a slot of its own (pthread_atfork handler; no slot → Reserve refuses, fail closed).
   static Result<Ledger*> Attach(const char* dir);  // never freed: the hook lives as long as the process
 
   int device_count() const;
@@ -113,6 +123,11 @@ class Ledger {
   // Returns bytes charged by this process (a free, or the rollback of a failed real call).
   void Release(int device, uint64_t bytes);
   int ReapDeadProcesses();
+  // The limits file's generation: changes whenever a cap or share changes (one atomic load).
+  uint64_t LimitsGeneration() const;
+
+  // ---- Extra methods (for testing) ----
+  int TEST_slot() const;  // this process's slot index, -1 when it has none
 
  private:
   Ledger() = default;

@@ -32,9 +32,17 @@ struct ProbeResult {
   }
 };
 
+// A program started on the simulated GPU (LD_LIBRARY_PATH to the simulated driver, a private
+// segment and config), its stdout and stderr captured to files.
 class RunningProbe {
  public:
-  RunningProbe(const std::string& segment, const std::string& config, const std::vector<std::string>& args) {
+  // Runs fgpu-probe with `args`.
+  RunningProbe(const std::string& segment, const std::string& config, const std::vector<std::string>& args)
+      : RunningProbe(segment, config, WithProbe(args), {}) {}
+
+  // Runs `argv` (argv[0] a path) with `extra_env` ("NAME=value") added.
+  RunningProbe(const std::string& segment, const std::string& config, const std::vector<std::string>& argv_in,
+               const std::vector<std::string>& extra_env) {
     out_path_ = "/tmp/fgpu-probe-" + std::to_string(getpid()) + "-" + std::to_string(counter_++);
     std::vector<std::string> env_storage;
     for (char** e = environ; *e != nullptr; ++e) {
@@ -45,11 +53,11 @@ class RunningProbe {
     env_storage.push_back(std::string("LD_LIBRARY_PATH=") + FGPU_SIM_LIBDIR);
     env_storage.push_back("FGPU_SIM_SEGMENT=" + segment);
     if (!config.empty()) env_storage.push_back("FGPU_SIM_CONFIG=" + config);
+    env_storage.insert(env_storage.end(), extra_env.begin(), extra_env.end());
     std::vector<char*> envp;
     for (auto& entry : env_storage) envp.push_back(entry.data());
     envp.push_back(nullptr);
-    std::vector<std::string> argv_storage = {FGPU_PROBE_PATH};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<std::string> argv_storage = argv_in;
     std::vector<char*> argv;
     for (auto& arg : argv_storage) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -70,6 +78,12 @@ class RunningProbe {
   }
   RunningProbe(const RunningProbe&) = delete;
   RunningProbe& operator=(const RunningProbe&) = delete;
+
+  static std::vector<std::string> WithProbe(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {FGPU_PROBE_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
 
   pid_t pid() const { return pid_; }
   void Kill() { kill(pid_, SIGKILL); }

@@ -1,0 +1,153 @@
+// fgpu run: a private slice on one GPU for one command, with no agent.
+//
+// Makes a slice (src/slice) capped at --memory on the chosen GPU, runs the command with the
+// interposer preloaded (LD_PRELOAD=libfgpu.so), FGPU_SLICE naming the slice and only that GPU
+// visible, waits for it, forwards the signals a terminal or a job runner sends, removes the
+// slice, and exits with the command's status. Composes with the simulator: under
+// `fgpu sim run -- fgpu run ...` NVML and the driver are the simulated ones.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/gpu_query.h"
+#include "cli/run_plan.h"
+#include "cli/sim_dir.h"
+#include "core/units.h"
+#include "slice/slice.h"
+
+namespace fgpu::cli {
+namespace {
+
+std::atomic<pid_t> g_child{0};
+
+void ForwardSignal(int signal_number) {
+  const pid_t child = g_child.load();
+  if (child > 0) kill(child, signal_number);
+}
+
+void ForwardTerminationSignals() {
+  struct sigaction action {};
+  action.sa_handler = ForwardSignal;
+  sigemptyset(&action.sa_mask);
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(signal_number, &action, nullptr);
+}
+
+std::string SliceParentDir() {
+  const char* configured = std::getenv("FGPU_RUN_DIR");
+  if (configured != nullptr && *configured != '\0') return configured;
+  return "/dev/shm/fgpu-run-" + std::to_string(getuid());
+}
+
+Result<std::string> ResolveHookLibrary() {
+  const char* configured = std::getenv("FGPU_HOOK_LIB");
+  std::string path;
+  if (configured != nullptr && *configured != '\0') {
+    path = std::filesystem::absolute(configured).string();
+  } else {
+    Result<std::string> self = SelfExecutablePath();
+    if (!self.ok()) return self.status();
+    path = HookLibraryBeside(*self);
+  }
+  if (access(path.c_str(), R_OK) != 0) {
+    return Status::NotFound("the interposer " + path + " is missing; build the `fgpu_hook` target or set FGPU_HOOK_LIB");
+  }
+  return path;
+}
+
+// Creates the slice directory; a leftover of an earlier run with our pid (necessarily dead:
+// PIDs are unique among live processes) is removed first.
+Result<slice::SliceAdmin> CreateSlice(const std::string& dir, const slice::SliceSpec& spec) {
+  std::error_code error;
+  std::filesystem::create_directories(std::filesystem::path(dir).parent_path(), error);
+  if (error) return Status::Unavailable("cannot create " + std::filesystem::path(dir).parent_path().string());
+  if (std::filesystem::exists(dir)) {
+    Result<slice::SliceAdmin> stale = slice::SliceAdmin::Open(dir);
+    if (stale.ok()) (void)stale->Remove();
+    std::filesystem::remove_all(dir, error);
+  }
+  return slice::SliceAdmin::Create(dir, spec);
+}
+
+int WaitForChild(pid_t child) {
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return kExitFailure;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : kExitFailure;
+}
+
+}  // namespace
+
+CLI::App* AddRunFlags(CLI::App& root, RunOptions* options) {
+  CLI::App* run = root.add_subcommand("run", "Run a program in a private GPU slice with an enforced memory cap");
+  run->add_option("--memory", options->memory, "Memory cap: 512MiB, 10GiB, 1.5GiB, or 40% of the GPU")->required();
+  run->add_option("--device", options->device, "The GPU: NVML index (as nvidia-smi numbers them) or UUID")
+      ->default_val("0");
+  run->add_option("command", options->command, "The program and its arguments, after `--`")->required();
+  run->footer("Example: fgpu run --memory 10GiB -- python3 serve.py\n"
+              "On a machine without a GPU: fgpu sim run -- fgpu run --memory 4GiB -- ./my_cuda_program");
+  return run;
+}
+
+int RunRun(const RunOptions& options) {
+  Result<GpuInfo> gpu = QueryGpu(options.device);
+  if (!gpu.ok()) {
+    std::cerr << "fgpu run: " << gpu.status().message() << "\n";
+    return gpu.status().code() == StatusCode::kNotFound ? kExitUsage : kExitFailure;
+  }
+  Result<uint64_t> cap = ParseMemoryLimit(options.memory, gpu->total_bytes);
+  if (!cap.ok()) {
+    std::cerr << "fgpu run: " << cap.status().message() << "\n";
+    return kExitUsage;
+  }
+  Result<std::string> hook = ResolveHookLibrary();
+  if (!hook.ok()) {
+    std::cerr << "fgpu run: " << hook.status().message() << "\n";
+    return kExitFailure;
+  }
+  slice::SliceSpec spec;
+  spec.id = "run-" + std::to_string(getpid());
+  spec.devices.push_back({gpu->uuid, *cap, 100});
+  const std::string dir = SliceParentDir() + "/" + spec.id;
+  Result<slice::SliceAdmin> admin = CreateSlice(dir, spec);
+  if (!admin.ok()) {
+    std::cerr << "fgpu run: cannot create the slice: " << admin.status().message() << "\n";
+    return kExitFailure;
+  }
+
+  ForwardTerminationSignals();
+  const Environment env = WorkloadEnvironment(*hook, std::getenv("LD_PRELOAD"), dir, gpu->uuid);
+  const pid_t child = fork();
+  if (child == 0) {
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> argv;
+    for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "fgpu run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    _exit(kExitCannotExec);
+  }
+  if (child < 0) {
+    std::cerr << "fgpu run: fork failed: " << std::strerror(errno) << "\n";
+    (void)admin->Remove();
+    return kExitFailure;
+  }
+  g_child.store(child);
+  const int exit_code = WaitForChild(child);
+  const Status removed = admin->Remove();
+  if (!removed.ok()) std::cerr << "fgpu run: could not remove the slice " << dir << ": " << removed.message() << "\n";
+  return exit_code;
+}
+
+}  // namespace fgpu::cli

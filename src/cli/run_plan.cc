@@ -1,0 +1,48 @@
+#include "cli/run_plan.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/units.h"
+
+namespace fgpu::cli {
+
+Result<uint64_t> ParseMemoryLimit(const std::string& text, uint64_t device_total) {
+  uint64_t bytes = 0;
+  if (!text.empty() && text.back() == '%') {
+    const std::string number = text.substr(0, text.size() - 1);
+    char* end = nullptr;
+    const double percent = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(percent) || percent <= 0 ||
+        percent > 100) {
+      return Status::InvalidArgument("--memory '" + text + "': a percentage must be in (0, 100]");
+    }
+    bytes = static_cast<uint64_t>(static_cast<double>(device_total) * percent / 100.0);
+  } else {
+    Result<uint64_t> parsed = ParseByteSize(text);
+    if (!parsed.ok()) return Status::InvalidArgument("--memory: " + parsed.status().message());
+    bytes = *parsed;
+  }
+  if (bytes == 0) return Status::InvalidArgument("--memory '" + text + "' is zero");
+  if (bytes > device_total) {
+    return Status::InvalidArgument("--memory '" + text + "' is more than the GPU has (" + FormatByteSize(device_total) +
+                                   ")");
+  }
+  return bytes;
+}
+
+Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_preload,
+                                const std::string& slice_dir, const std::string& gpu_uuid) {
+  std::string preload = hook_library;
+  if (ld_preload != nullptr && *ld_preload != '\0') preload += ":" + std::string(ld_preload);
+  return {{"LD_PRELOAD", preload}, {"FGPU_SLICE", slice_dir}, {"CUDA_VISIBLE_DEVICES", gpu_uuid}};
+}
+
+std::string HookLibraryBeside(const std::string& executable_path) {
+  namespace fs = std::filesystem;
+  return (fs::path(executable_path).parent_path() / ".." / "lib" / "fgpu" / "libfgpu.so")
+      .lexically_normal()
+      .string();
+}
+
+}  // namespace fgpu::cli

@@ -1,0 +1,28 @@
+// The pure part of `fgpu run`: what slice to make and what environment the workload gets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fgpu::cli {
+
+// "512MiB", "10GiB", "1.5GiB", bytes, or "40%" of `device_total`. Zero, more than the device
+// has, and malformed values are InvalidArgument naming the input.
+Result<uint64_t> ParseMemoryLimit(const std::string& text, uint64_t device_total);
+
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// The workload's environment additions: the interposer first in LD_PRELOAD (`ld_preload`
+// is the current value, nullptr if unset), the slice to enforce, and only the slice's GPU
+// visible (by UUID, so CUDA ordinals and NVML indices cannot disagree about which it is).
+Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_preload,
+                                const std::string& slice_dir, const std::string& gpu_uuid);
+
+// <dir of executable_path>/../lib/fgpu/libfgpu.so, lexically normalised.
+std::string HookLibraryBeside(const std::string& executable_path);
+
+}  // namespace fgpu::cli

@@ -1,0 +1,47 @@
+#include "cli/run_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace fgpu::cli {
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+
+TEST(RunPlan, MemoryLimitsInBytesAndPercent) {
+  EXPECT_EQ(*ParseMemoryLimit("512MiB", 80 * kGiB), 512ull << 20);
+  EXPECT_EQ(*ParseMemoryLimit("10GiB", 80 * kGiB), 10 * kGiB);
+  EXPECT_EQ(*ParseMemoryLimit("40%", 80 * kGiB), 32 * kGiB);
+  EXPECT_EQ(*ParseMemoryLimit("100%", 80 * kGiB), 80 * kGiB);
+  EXPECT_EQ(*ParseMemoryLimit("12.5%", 80 * kGiB), 10 * kGiB);
+}
+
+TEST(RunPlan, BadMemoryLimitsNameTheInput) {
+  for (const char* bad : {"", "0", "0%", "-1GiB", "101%", "abc", "10 parsecs", "%", "NaN%", "81GiB"}) {
+    Result<uint64_t> parsed = ParseMemoryLimit(bad, 80 * kGiB);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    if (!parsed.ok()) {
+      EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
+  }
+  EXPECT_NE(ParseMemoryLimit("81GiB", 80 * kGiB).status().message().find("more than the GPU has"),
+            std::string::npos);
+}
+
+TEST(RunPlan, InterposerGoesFirstAndOnlyTheSliceGpuIsVisible) {
+  const Environment env = WorkloadEnvironment("/opt/fgpu/lib/fgpu/libfgpu.so", "/usr/lib/libother.so",
+                                              "/dev/shm/fgpu-run-0/run-1", "GPU-abc");
+  ASSERT_EQ(env.size(), 3u);
+  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"LD_PRELOAD", "/opt/fgpu/lib/fgpu/libfgpu.so:/usr/lib/libother.so"}));
+  EXPECT_EQ(env[1].second, "/dev/shm/fgpu-run-0/run-1");
+  EXPECT_EQ(env[2], (std::pair<std::string, std::string>{"CUDA_VISIBLE_DEVICES", "GPU-abc"}));
+  EXPECT_EQ(WorkloadEnvironment("/x/libfgpu.so", nullptr, "d", "u")[0].second, "/x/libfgpu.so");
+  EXPECT_EQ(WorkloadEnvironment("/x/libfgpu.so", "", "d", "u")[0].second, "/x/libfgpu.so");
+}
+
+TEST(RunPlan, HookLibrarySitsBesideTheBinary) {
+  EXPECT_EQ(HookLibraryBeside("/opt/fgpu/bin/fgpu"), "/opt/fgpu/lib/fgpu/libfgpu.so");
+  EXPECT_EQ(HookLibraryBeside("/work/build/dev/bin/fgpu"), "/work/build/dev/lib/fgpu/libfgpu.so");
+}
+
+}  // namespace
+}  // namespace fgpu::cli

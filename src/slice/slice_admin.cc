@@ -1,0 +1,156 @@
+// SliceAdmin: the creator's side of a slice (see slice.h).
+//
+// The admin (the agent, or `fgpu run`) may serve many slices, so a hostile workload must not
+// be able to crash it through its slice's ledger: every method that reads the ledger first
+// checks that the file still has its mapped size (a truncated file would raise SIGBUS).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "slice/ledger_protocol.h"
+#include "slice/process_liveness.h"
+#include "slice/slice.h"
+#include "slice/slice_files.h"
+
+namespace fgpu::slice {
+
+struct SliceAdmin::Impl {
+  std::string dir;
+  MappedFile limits;
+  MappedFile ledger;
+  SliceSpec spec;
+  LedgerProtocol protocol;
+  ProcessId self;
+};
+
+namespace {
+
+Status RemoveFile(const std::string& path, bool must_exist) {
+  if (::unlink(path.c_str()) == 0) return Status::Ok();
+  const int err = errno;
+  if (err == ENOENT && !must_exist) return Status::Ok();
+  if (err == ENOENT) return Status::NotFound(path + ": no such file");
+  return Status::Unavailable(path + ": unlink: " + std::strerror(err));
+}
+
+}  // namespace
+
+SliceAdmin::SliceAdmin(Impl* impl) : impl_(impl) {}
+SliceAdmin::SliceAdmin(SliceAdmin&& other) noexcept : impl_(other.impl_) { other.impl_ = nullptr; }
+SliceAdmin& SliceAdmin::operator=(SliceAdmin&& other) noexcept {
+  if (this != &other) {
+    delete impl_;
+    impl_ = other.impl_;
+    other.impl_ = nullptr;
+  }
+  return *this;
+}
+SliceAdmin::~SliceAdmin() { delete impl_; }
+
+Result<SliceAdmin> SliceAdmin::Create(const std::string& dir, const SliceSpec& spec) {
+  if (Status status = WriteSliceFiles(dir, spec); !status.ok()) return status;
+  return Open(dir);
+}
+
+Result<SliceAdmin> SliceAdmin::Open(const std::string& dir) {
+  Result<MappedFile> limits = MapLimits(dir + "/" + kLimitsFileName, /*writable=*/true, /*keep_fd=*/true);
+  if (!limits.ok()) return limits.status();
+  const uint32_t device_count = reinterpret_cast<const layout::LimitsHeader*>(limits->base())->device_count;
+  Result<MappedFile> ledger = MapLedger(dir + "/" + kLedgerFileName, device_count, /*keep_fd=*/true);
+  if (!ledger.ok()) return ledger.status();
+  const int32_t pid = ::getpid();
+  const uint64_t start_time = ReadStartTime(pid);
+  if (start_time == 0) return Status::Unavailable("/proc/self/stat: cannot read this process's start time");
+
+  auto* impl = new Impl;
+  impl->dir = dir;
+  impl->limits = std::move(*limits);
+  impl->ledger = std::move(*ledger);
+  impl->spec = SpecFromLimits(impl->limits);
+  impl->protocol = LedgerProtocol(impl->ledger.base(), impl->limits.base(), device_count, /*crash=*/nullptr);
+  impl->self = ProcessId{pid, start_time};
+  return SliceAdmin(impl);
+}
+
+const SliceSpec& SliceAdmin::spec() const { return impl_->spec; }
+
+Status SliceAdmin::SetMemoryCap(int device, uint64_t cap) {
+  const int count = static_cast<int>(impl_->spec.devices.size());
+  if (device < 0 || device >= count) {
+    return Status::InvalidArgument("device " + std::to_string(device) + " is not in slice " + impl_->spec.id +
+                                   " (it has " + std::to_string(count) + ")");
+  }
+  if (cap > layout::kMaxBytes) {
+    return Status::InvalidArgument("memory cap " + std::to_string(cap) + " exceeds 1 PiB");
+  }
+  auto* header = reinterpret_cast<layout::LimitsHeader*>(impl_->limits.base());
+  auto* devices =
+      reinterpret_cast<layout::LimitsDevice*>(impl_->limits.base() + sizeof(layout::LimitsHeader));
+  // One aligned 64-bit store: readers see the old cap or the new one, never a mix. The
+  // generation is bumped after, so whoever sees the new generation sees the new cap.
+  __atomic_store_n(&devices[device].memory_cap, cap, __ATOMIC_RELEASE);
+  __atomic_fetch_add(&header->generation, 1, __ATOMIC_ACQ_REL);
+  impl_->spec.devices[device].memory_cap = cap;
+  return Status::Ok();
+}
+
+UsageSnapshot SliceAdmin::Usage() const {
+  UsageSnapshot snapshot;
+  const int count = static_cast<int>(impl_->spec.devices.size());
+  for (int device = 0; device < count; ++device) snapshot.caps.push_back(impl_->protocol.Cap(device));
+  if (!impl_->ledger.StillWhole()) return snapshot;  // truncated under us: report nothing rather than crash
+  for (int device = 0; device < count; ++device) snapshot.used.push_back(impl_->protocol.Used(device));
+  for (int slot = 0; slot < kMaxProcesses; ++slot) {
+    const SlotIdentity identity = impl_->protocol.Identity(slot);
+    if (identity.state != layout::kLive) continue;
+    ProcessUsage process;
+    process.pid = identity.process.pid;
+    process.start_time = identity.process.start_time;
+    for (int device = 0; device < count; ++device)
+      process.charged.push_back(impl_->protocol.Charged(slot, device));
+    snapshot.processes.push_back(std::move(process));
+  }
+  return snapshot;
+}
+
+int SliceAdmin::ReapDeadProcesses() {
+  if (!impl_->ledger.StillWhole()) return 0;
+  return impl_->protocol.ReapDead(impl_->self);
+}
+
+Status SliceAdmin::Remove() {
+  const std::string& dir = impl_->dir;
+  Status status = RemoveFile(dir + "/" + kLimitsFileName, /*must_exist=*/true);
+  Status ledger_status = RemoveFile(dir + "/" + kLedgerFileName, /*must_exist=*/true);
+  if (status.ok()) status = ledger_status;
+  // Leftovers of a creator that died between write and rename.
+  for (const char* name : {kLimitsFileName, kLedgerFileName}) {
+    (void)RemoveFile(dir + "/." + name + ".tmp", /*must_exist=*/false);
+  }
+  if (::rmdir(dir.c_str()) != 0 && status.ok()) {
+    status = Status::Unavailable(dir + ": rmdir: " + std::strerror(errno));
+  }
+  return status;  // the mappings stay valid until this object is destroyed
+}
+
+Result<int> SliceAdmin::TEST_PlantProcess(int32_t pid, uint64_t start_time,
+                                          const std::vector<uint64_t>& charged) {
+  const ProcessId planted{pid, start_time};
+  const int slot = impl_->protocol.Claim(planted);
+  if (slot < 0) return Status::ResourceExhausted("no free slot");
+  for (size_t device = 0; device < charged.size() && device < impl_->spec.devices.size(); ++device) {
+    if (charged[device] == 0) continue;
+    impl_->protocol.Apply(slot, static_cast<int>(device), static_cast<int64_t>(charged[device]),
+                          /*check_cap=*/false);
+  }
+  return slot;
+}
+
+uint64_t SliceAdmin::TEST_TotalSlotCharges(int device) const {
+  uint64_t total = 0;
+  for (int slot = 0; slot < kMaxProcesses; ++slot) total += impl_->protocol.Charged(slot, device);
+  return total;
+}
+
+}  // namespace fgpu::slice
