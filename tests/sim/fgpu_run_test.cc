@@ -19,6 +19,9 @@ constexpr uint64_t kMiB = 1ull << 20;
 class FgpuRun : public ::testing::Test {
  protected:
   void SetUp() override {
+#if defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "LD_PRELOAD of a ThreadSanitizer-instrumented libfgpu.so is not supported";
+#endif
     const std::string tag = std::to_string(getpid()) + "-" +
                             ::testing::UnitTest::GetInstance()->current_test_info()->name();
     segment_ = "/fgpu-run-" + tag;

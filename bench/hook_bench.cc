@@ -1,0 +1,234 @@
+// What libfgpu.so adds to a driver call: the same entry points called directly on the
+// simulated driver and through the interposer's wrappers, in one process and one run.
+//
+// The process links the simulated libcuda.so.1, creates a slice with a large cap, points
+// FGPU_SLICE at it, and dlopens libfgpu.so RTLD_LOCAL (so its dlsym override does not
+// interpose on this program); the wrappers are then taken from that handle. Goals
+// (reference/hami.md §6 item 6): cuLaunchKernel < 30 ns added; cuMemAlloc_v2 + cuMemFree_v2
+// < 1 µs added with 10^5 live allocations. The summary at the end prints both sides'
+// medians and the difference.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/abi/cuda_api.h"
+#include "slice/slice.h"
+
+namespace {
+
+constexpr const char* kUuid = "GPU-b3ac4b3a-0000-4000-8000-0000000be4c1";
+constexpr const char* kSpinPtx =
+    ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry fgpu_spin(.param .u64 ns)\n{\n ret;\n}\n";
+
+// One set of entry points: the simulated driver's, or libfgpu's wrappers of them.
+struct Api {
+  decltype(&::cuLaunchKernel) launch = nullptr;
+  decltype(&::cuMemAlloc_v2) alloc = nullptr;
+  decltype(&::cuMemFree_v2) free = nullptr;
+  decltype(&::cuMemGetInfo_v2) mem_get_info = nullptr;
+};
+
+template <typename Fn>
+Fn Lookup(void* library, const char* name) {
+  void* address = dlsym(library, name);
+  if (address == nullptr) {
+    std::fprintf(stderr, "hook_bench: %s: %s\n", name, dlerror());
+    std::exit(1);
+  }
+  return reinterpret_cast<Fn>(address);
+}
+
+Api LookupApi(void* library) {
+  return {Lookup<decltype(&::cuLaunchKernel)>(library, "cuLaunchKernel"),
+          Lookup<decltype(&::cuMemAlloc_v2)>(library, "cuMemAlloc_v2"),
+          Lookup<decltype(&::cuMemFree_v2)>(library, "cuMemFree_v2"),
+          Lookup<decltype(&::cuMemGetInfo_v2)>(library, "cuMemGetInfo_v2")};
+}
+
+void Check(CUresult rc, const char* what) {
+  if (rc == CUDA_SUCCESS) return;
+  std::fprintf(stderr, "hook_bench: %s failed (%d)\n", what, static_cast<int>(rc));
+  std::exit(1);
+}
+
+struct Session {
+  std::string dir;
+  std::string segment;
+  Api direct;
+  Api hook;
+  CUfunction spin = nullptr;
+
+  Session() {
+    char pattern[] = "/tmp/fgpu-hook-bench-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) std::exit(1);
+    dir = pattern;
+    // 4 KiB granularity so 10^5 live allocations fit; the slice's cap is the whole device.
+    std::ofstream(dir + "/sim.json") << R"({"devices": [{"uuid": ")" << kUuid
+                                     << R"(", "granularity": "4KiB"}]})";
+    segment = "/fgpu-hook-bench-" + std::to_string(getpid());
+    setenv("FGPU_SIM_CONFIG", (dir + "/sim.json").c_str(), 1);
+    setenv("FGPU_SIM_SEGMENT", segment.c_str(), 1);
+    fgpu::slice::SliceSpec spec;
+    spec.id = "hook-bench";
+    spec.devices.push_back({kUuid, uint64_t{64} << 30, 100});
+    auto admin = fgpu::slice::SliceAdmin::Create(dir + "/slice", spec);
+    if (!admin.ok()) {
+      std::fprintf(stderr, "hook_bench: %s\n", admin.status().message().c_str());
+      std::exit(1);
+    }
+    setenv(fgpu::slice::kSliceEnv, (dir + "/slice").c_str(), 1);
+    unsetenv("FGPU_DISABLE");
+
+    // The hook finds the driver and NVML by soname: both are already loaded from the
+    // simulator's directory (libcuda by this program's link, NVML here).
+    dlopen(FGPU_SIM_LIBDIR "/libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void* interposer = dlopen(FGPU_HOOK_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (driver == nullptr || interposer == nullptr) {
+      std::fprintf(stderr, "hook_bench: dlopen: %s\n", dlerror());
+      std::exit(1);
+    }
+    direct = LookupApi(driver);
+    hook = LookupApi(interposer);
+    if (hook.launch == direct.launch || hook.alloc == direct.alloc) {
+      std::fprintf(stderr, "hook_bench: libfgpu.so returned the driver's own functions\n");
+      std::exit(1);
+    }
+
+    // Initialise and create the context through the hook, as a workload would.
+    Check(Lookup<decltype(&::cuInit)>(interposer, "cuInit")(0), "cuInit");
+    CUcontext ctx = nullptr;
+    Check(Lookup<decltype(&::cuDevicePrimaryCtxRetain)>(interposer, "cuDevicePrimaryCtxRetain")(&ctx, 0),
+          "cuDevicePrimaryCtxRetain");
+    Check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    CUmodule module = nullptr;
+    Check(cuModuleLoadData(&module, kSpinPtx), "cuModuleLoadData");
+    Check(cuModuleGetFunction(&spin, module, "fgpu_spin"), "cuModuleGetFunction");
+  }
+};
+
+Session& GetSession() {
+  static Session* session = new Session;  // lives until exit; the segment is removed in main
+  return *session;
+}
+
+const Api& PathApi(int path) { return path == 0 ? GetSession().direct : GetSession().hook; }
+
+// One 1 MiB allocation and its free, with `state.range(0)` other allocations live (made
+// through the same path, so the hook's pointer table holds them too).
+void BM_MemAllocFree(benchmark::State& state, int path) {
+  const Api& api = PathApi(path);
+  std::vector<CUdeviceptr> live(static_cast<size_t>(state.range(0)));
+  for (CUdeviceptr& ptr : live) Check(api.alloc(&ptr, 256), "live allocation");
+  for (auto _ : state) {
+    CUdeviceptr ptr = 0;
+    if (api.alloc(&ptr, 1 << 20) != CUDA_SUCCESS) state.SkipWithError("allocation failed");
+    api.free(ptr);
+  }
+  for (CUdeviceptr ptr : live) api.free(ptr);
+}
+BENCHMARK_CAPTURE(BM_MemAllocFree, direct, 0)->Arg(0)->Arg(100000)->Repetitions(5)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MemAllocFree, hook, 1)->Arg(0)->Arg(100000)->Repetitions(5)->Unit(benchmark::kMicrosecond);
+
+void BM_MemGetInfo(benchmark::State& state, int path) {
+  const Api& api = PathApi(path);
+  size_t free = 0, total = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(api.mem_get_info(&free, &total));
+}
+BENCHMARK_CAPTURE(BM_MemGetInfo, direct, 0)->Repetitions(5);
+BENCHMARK_CAPTURE(BM_MemGetInfo, hook, 1)->Repetitions(5);
+
+// Last: the simulated driver's allocations slow down several-fold once millions of kernels
+// have gone through its timeline, which would inflate the memory numbers above.
+void BM_LaunchKernel(benchmark::State& state, int path) {
+  const Api& api = PathApi(path);
+  unsigned long long ns = 0;  // zero device time: the launch path only
+  void* params[] = {&ns};
+  const CUfunction spin = GetSession().spin;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(api.launch(spin, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr));
+  }
+  cuCtxSynchronize();
+}
+BENCHMARK_CAPTURE(BM_LaunchKernel, direct, 0)->Repetitions(5);
+BENCHMARK_CAPTURE(BM_LaunchKernel, hook, 1)->Repetitions(5);
+
+// The same call with a NULL function, which the driver rejects at once: a short, steady
+// base against which the wrapper's few instructions are visible above the noise.
+void BM_LaunchKernelRejected(benchmark::State& state, int path) {
+  const Api& api = PathApi(path);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(api.launch(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+  }
+}
+BENCHMARK_CAPTURE(BM_LaunchKernelRejected, direct, 0)->Repetitions(5);
+BENCHMARK_CAPTURE(BM_LaunchKernelRejected, hook, 1)->Repetitions(5);
+
+// Console output as usual, plus the median of each benchmark, in nanoseconds, for the summary.
+class SummaryReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Aggregate || run.aggregate_name != "median") continue;
+      const std::string& args = run.run_name.args;
+      medians_[run.run_name.function_name + (args.empty() ? "" : "/" + args)] =
+          run.GetAdjustedRealTime() * 1e9 / benchmark::GetTimeUnitMultiplier(run.time_unit);
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  void PrintSummary() const {
+    struct Pair {
+      const char* label;
+      const char* direct;
+      const char* hook;
+      double goal_ns;
+    };
+    const Pair pairs[] = {
+        {"cuLaunchKernel", "BM_LaunchKernel/direct", "BM_LaunchKernel/hook", 30},
+        {"cuLaunchKernel (rejected: NULL function)", "BM_LaunchKernelRejected/direct", "BM_LaunchKernelRejected/hook",
+         30},
+        {"cuMemAlloc_v2+cuMemFree_v2 (0 live)", "BM_MemAllocFree/direct/0", "BM_MemAllocFree/hook/0", 0},
+        {"cuMemAlloc_v2+cuMemFree_v2 (10^5 live)", "BM_MemAllocFree/direct/100000", "BM_MemAllocFree/hook/100000",
+         1000},
+        {"cuMemGetInfo_v2", "BM_MemGetInfo/direct", "BM_MemGetInfo/hook", 0},
+    };
+    std::printf("\nlibfgpu overhead (medians):\n");
+    for (const Pair& pair : pairs) {
+      const auto direct = medians_.find(pair.direct), hook = medians_.find(pair.hook);
+      if (direct == medians_.end() || hook == medians_.end()) continue;
+      const double added = hook->second - direct->second;
+      std::printf("  %-40s direct %10.1f ns  hook %10.1f ns  added %+8.1f ns (x%.2f)", pair.label, direct->second,
+                  hook->second, added, hook->second / direct->second);
+      if (pair.goal_ns > 0) std::printf("  goal < %.0f ns: %s", pair.goal_ns, added < pair.goal_ns ? "met" : "MISSED");
+      std::printf("\n");
+    }
+  }
+
+ private:
+  std::map<std::string, double> medians_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  reporter.PrintSummary();
+  Session& session = GetSession();
+  shm_unlink(session.segment.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(session.dir, ignored);
+  return 0;
+}

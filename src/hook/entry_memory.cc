@@ -1,0 +1,279 @@
+// Exported wrappers: linear device memory, VMM handles and stream-ordered allocation.
+//
+// Each allocation wrapper forwards untouched when the hook does not enforce, when the call is
+// one the driver refuses before allocating (NULL output, zero size) or when it cannot be
+// attributed to a device (no current context, a host location); otherwise it runs the
+// reserve -> real call -> record protocol of MemoryAccounting::Charged. Each free claims its
+// entry, frees, and releases the charge on success (MemoryAccounting::Freed). The charge of
+// every path is in docs/hook-memory.md.
+#include "hook/exports.h"
+#include "hook/memory_hook.h"
+
+namespace {
+
+using fgpu::hook::Attribution;
+using fgpu::hook::EnforcingMemoryHook;
+using fgpu::hook::MemoryHook;
+using fgpu::hook::MissingRealCuda;
+using fgpu::hook::PointerKind;
+using fgpu::hook::Reservation;
+
+constexpr uint64_t kPitchAlignment = 512;  // what the drivers align pitches to (docs/sim-memory.md)
+
+uint64_t SaturatingMultiply(uint64_t a, uint64_t b) {
+  uint64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+}
+
+// The hook, if the call is to be charged on the current context's device.
+MemoryHook* ChargeOnCurrentContext(bool arguments_valid, Attribution* at) {
+  MemoryHook* hook = arguments_valid ? EnforcingMemoryHook() : nullptr;
+  return hook != nullptr && hook->accounting().AttributeToCurrentContext(at) ? hook : nullptr;
+}
+
+MemoryHook* ChargeOnStream(bool arguments_valid, CUstream stream, bool per_thread, Attribution* at) {
+  MemoryHook* hook = arguments_valid ? EnforcingMemoryHook() : nullptr;
+  return hook != nullptr && hook->accounting().AttributeToStream(stream, per_thread, at) ? hook : nullptr;
+}
+
+// cuMemFree* / cuMemFreeAsync*: claim, free, settle. free_call() is the real free.
+template <typename Free>
+CUresult FreeDevicePointer(uint64_t ptr, Free&& free_call) {
+  MemoryHook* hook = ptr != 0 ? EnforcingMemoryHook() : nullptr;
+  if (hook == nullptr) return free_call();
+  return hook->accounting().Freed(PointerKind::kDevicePointer, ptr, free_call);
+}
+
+// Pitched allocations: reserve width rounded to the pitch alignment x height, call, then charge
+// what the driver chose (*pitch x height), undoing the allocation if that growth is refused.
+template <typename Pointer, typename Pitch, typename Allocate, typename Free>
+CUresult AllocatePitched(Pointer* dptr, Pitch* pitch, uint64_t width, uint64_t height, Allocate&& allocate,
+                         Free&& free_real) {
+  Attribution at;
+  MemoryHook* hook =
+      ChargeOnCurrentContext(dptr != nullptr && pitch != nullptr && width != 0 && height != 0, &at);
+  if (hook == nullptr) return allocate();
+  const uint64_t aligned_width = width > UINT64_MAX - kPitchAlignment
+                                     ? UINT64_MAX
+                                     : (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  Reservation reservation;
+  if (!hook->accounting().Reserve(at, SaturatingMultiply(aligned_width, height), &reservation)) {
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  const CUresult rc = allocate();
+  if (rc != CUDA_SUCCESS) {
+    hook->accounting().Rollback(reservation);
+    return rc;
+  }
+  const uint64_t key = *dptr;
+  if (!hook->accounting().Resize(at, SaturatingMultiply(*pitch, height), &reservation) ||
+      !hook->accounting().Record(PointerKind::kDevicePointer, key, at, reservation)) {
+    free_real(*dptr);
+    *dptr = 0;
+    hook->accounting().Rollback(reservation);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  const auto real = FGPU_REAL_CUDA(cuMemAlloc_v2);
+  if (real == nullptr) return MissingRealCuda();
+  Attribution at;
+  MemoryHook* hook = ChargeOnCurrentContext(dptr != nullptr && bytesize != 0, &at);
+  if (hook == nullptr) return real(dptr, bytesize);
+  return hook->accounting().Charged(
+      PointerKind::kDevicePointer, at, bytesize,
+      [&](uint64_t* key) {
+        const CUresult rc = real(dptr, bytesize);
+        if (rc == CUDA_SUCCESS) *key = *dptr;
+        return rc;
+      },
+      [&](uint64_t key) {
+        FGPU_CALL_REAL_CUDA(cuMemFree_v2, key);
+        *dptr = 0;
+      });
+}
+
+CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
+  const auto real = FGPU_REAL_CUDA(cuMemAlloc);
+  if (real == nullptr) return MissingRealCuda();
+  Attribution at;
+  MemoryHook* hook = ChargeOnCurrentContext(dptr != nullptr && bytesize != 0, &at);
+  if (hook == nullptr) return real(dptr, bytesize);
+  return hook->accounting().Charged(
+      PointerKind::kDevicePointer, at, bytesize,
+      [&](uint64_t* key) {
+        const CUresult rc = real(dptr, bytesize);
+        if (rc == CUDA_SUCCESS) *key = *dptr;
+        return rc;
+      },
+      [&](uint64_t key) {
+        FGPU_CALL_REAL_CUDA(cuMemFree, static_cast<CUdeviceptr_v1>(key));
+        *dptr = 0;
+      });
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+  const auto real = FGPU_REAL_CUDA(cuMemAllocPitch_v2);
+  if (real == nullptr) return MissingRealCuda();
+  return AllocatePitched(
+      dptr, pPitch, WidthInBytes, Height,
+      [&] { return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes); },
+      [](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFree_v2, ptr); });
+}
+
+CUresult cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int WidthInBytes,
+                         unsigned int Height, unsigned int ElementSizeBytes) {
+  const auto real = FGPU_REAL_CUDA(cuMemAllocPitch);
+  if (real == nullptr) return MissingRealCuda();
+  return AllocatePitched(
+      dptr, pPitch, WidthInBytes, Height,
+      [&] { return real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes); },
+      [](CUdeviceptr_v1 ptr) { FGPU_CALL_REAL_CUDA(cuMemFree, ptr); });
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  const auto real = FGPU_REAL_CUDA(cuMemAllocManaged);
+  if (real == nullptr) return MissingRealCuda();
+  Attribution at;
+  MemoryHook* hook = ChargeOnCurrentContext(dptr != nullptr && bytesize != 0, &at);
+  if (hook == nullptr) return real(dptr, bytesize, flags);
+  return hook->accounting().Charged(
+      PointerKind::kDevicePointer, at, bytesize,
+      [&](uint64_t* key) {
+        const CUresult rc = real(dptr, bytesize, flags);
+        if (rc == CUDA_SUCCESS) *key = *dptr;
+        return rc;
+      },
+      [&](uint64_t key) {
+        FGPU_CALL_REAL_CUDA(cuMemFree_v2, key);
+        *dptr = 0;
+      });
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  const auto real = FGPU_REAL_CUDA(cuMemFree_v2);
+  if (real == nullptr) return MissingRealCuda();
+  return FreeDevicePointer(dptr, [&] { return real(dptr); });
+}
+
+CUresult cuMemFree(CUdeviceptr_v1 dptr) {
+  const auto real = FGPU_REAL_CUDA(cuMemFree);
+  if (real == nullptr) return MissingRealCuda();
+  return FreeDevicePointer(dptr, [&] { return real(dptr); });
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                     unsigned long long flags) {
+  const auto real = FGPU_REAL_CUDA(cuMemCreate);
+  if (real == nullptr) return MissingRealCuda();
+  MemoryHook* hook = handle != nullptr && prop != nullptr && size != 0 ? EnforcingMemoryHook() : nullptr;
+  Attribution at;
+  if (hook == nullptr || !hook->accounting().AttributeToLocation(prop->location, &at)) {
+    return real(handle, size, prop, flags);
+  }
+  return hook->accounting().Charged(
+      PointerKind::kVmmHandle, at, size,
+      [&](uint64_t* key) {
+        const CUresult rc = real(handle, size, prop, flags);
+        if (rc == CUDA_SUCCESS) *key = *handle;
+        return rc;
+      },
+      [&](uint64_t key) {
+        FGPU_CALL_REAL_CUDA(cuMemRelease, key);
+        *handle = 0;
+      });
+}
+
+// Credited at release although the memory lives on until its last mapping goes
+// (docs/hook-memory.md "VMM").
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  const auto real = FGPU_REAL_CUDA(cuMemRelease);
+  if (real == nullptr) return MissingRealCuda();
+  MemoryHook* hook = EnforcingMemoryHook();
+  if (hook == nullptr) return real(handle);
+  return hook->accounting().Freed(PointerKind::kVmmHandle, handle, [&] { return real(handle); });
+}
+
+}  // extern "C"
+
+namespace {
+
+// The four stream-ordered allocation entry points differ only in the real call and in how a
+// null stream is read (_ptsz: the per-thread default stream).
+template <typename Allocate, typename Free>
+CUresult AllocateStreamOrdered(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool per_thread,
+                               Allocate&& allocate, Free&& free_real) {
+  Attribution at;
+  MemoryHook* hook = ChargeOnStream(dptr != nullptr && bytesize != 0, stream, per_thread, &at);
+  if (hook == nullptr) return allocate();
+  return hook->accounting().Charged(
+      PointerKind::kDevicePointer, at, bytesize,
+      [&](uint64_t* key) {
+        const CUresult rc = allocate();
+        if (rc == CUDA_SUCCESS) *key = *dptr;
+        return rc;
+      },
+      [&](uint64_t key) {
+        free_real(key);
+        *dptr = 0;
+      });
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  const auto real = FGPU_REAL_CUDA(cuMemAllocAsync);
+  if (real == nullptr) return MissingRealCuda();
+  return AllocateStreamOrdered(
+      dptr, bytesize, hStream, false, [&] { return real(dptr, bytesize, hStream); },
+      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync, ptr, hStream); });
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  const auto real = FGPU_REAL_CUDA(cuMemAllocAsync_ptsz);
+  if (real == nullptr) return MissingRealCuda();
+  return AllocateStreamOrdered(
+      dptr, bytesize, hStream, true, [&] { return real(dptr, bytesize, hStream); },
+      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync_ptsz, ptr, hStream); });
+}
+
+// Charged to the stream's device: a pool's own location cannot be queried (docs/hook-memory.md).
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  const auto real = FGPU_REAL_CUDA(cuMemAllocFromPoolAsync);
+  if (real == nullptr) return MissingRealCuda();
+  return AllocateStreamOrdered(
+      dptr, bytesize, hStream, false, [&] { return real(dptr, bytesize, pool, hStream); },
+      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync, ptr, hStream); });
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream) {
+  const auto real = FGPU_REAL_CUDA(cuMemAllocFromPoolAsync_ptsz);
+  if (real == nullptr) return MissingRealCuda();
+  return AllocateStreamOrdered(
+      dptr, bytesize, hStream, true, [&] { return real(dptr, bytesize, pool, hStream); },
+      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync_ptsz, ptr, hStream); });
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  const auto real = FGPU_REAL_CUDA(cuMemFreeAsync);
+  if (real == nullptr) return MissingRealCuda();
+  return FreeDevicePointer(dptr, [&] { return real(dptr, hStream); });
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  const auto real = FGPU_REAL_CUDA(cuMemFreeAsync_ptsz);
+  if (real == nullptr) return MissingRealCuda();
+  return FreeDevicePointer(dptr, [&] { return real(dptr, hStream); });
+}
+
+}  // extern "C"

@@ -1,0 +1,36 @@
+#include "hook/launch_slow_path.h"
+
+#include "core/abi/cuda_api.h"
+#include "hook/real_driver.h"
+
+namespace fgpu::hook {
+
+namespace {
+
+// Both variants share one prototype, so one function type serves either symbol.
+CUresult Launch(CudaSymbol symbol, CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  const auto real = RealCuda<decltype(&::cuLaunchKernel)>(symbol);  // runs HookState() first
+  if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  return real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+              kernelParams, extra);
+}
+
+}  // namespace
+
+CUresult LaunchKernelSlow(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                          unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                          unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  return Launch(CudaSymbol::k_cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                sharedMemBytes, hStream, kernelParams, extra);
+}
+
+CUresult LaunchKernelPtszSlow(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                              unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                              unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
+  return Launch(CudaSymbol::k_cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+}  // namespace fgpu::hook

@@ -1,0 +1,31 @@
+// The interposer's options, read once from the process environment.
+//
+// Contract
+// - ReadOptions(env) scans an environ-style array (NULL-terminated "NAME=value" strings) and
+//   never calls getenv, allocates or writes anything but its result: it runs inside the hook's
+//   one-time init, possibly before the C library or the application is fully set up (the
+//   mimalloc rule: read options from `environ`, once).
+// - FGPU_DISABLE: "1", "true", "yes" or "on" (any case) selects pass-through; unset, empty or
+//   any other value leaves enforcement on (a typo must not silently lift the limits).
+// - FGPU_SLICE: the slice directory, copied into the Options (the application may later
+//   setenv/unsetenv; our copy stays valid). Empty counts as unset; a path that does not fit
+//   is reported as too long rather than truncated into another path.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+
+namespace fgpu::hook {
+
+struct Options {
+  bool disabled = false;       // FGPU_DISABLE asked for pass-through
+  bool slice_set = false;      // FGPU_SLICE present and non-empty
+  bool slice_too_long = false; // FGPU_SLICE longer than slice_dir can hold
+  char slice_dir[PATH_MAX] = {};
+};
+
+inline constexpr const char* kDisableEnv = "FGPU_DISABLE";
+
+void ReadOptions(const char* const* env, Options* options);
+
+}  // namespace fgpu::hook
