@@ -52,7 +52,9 @@ Status RunSteps(const DemoContext& demo) {
   if (!step.ok()) return step;
   step = FillToOutOfMemory(demo, *device);
   if (!step.ok()) return step;
-  return ShareCompute(demo);
+  step = ShareCompute(demo);
+  if (!step.ok()) return step;
+  return ShowSlice(demo);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ Result<SpinRound> SpinTogether(const DemoContext& demo, sim::SharedDevices& segm
 
 Result<DeviceFacts> ShowDevice(const DemoContext& demo) {
   std::ostream& out = *demo.out;
-  out << "\n[1/4] What a CUDA program sees (fgpu-probe info)\n";
+  out << "\n[1/5] What a CUDA program sees (fgpu-probe info)\n";
   Result<json> info = RunForEvent(demo, {"info"}, "info");
   if (!info.ok()) return info.status();
   EventReader reader(*info);
@@ -142,7 +142,7 @@ Status ShareMemory(const DemoContext& demo, const DeviceFacts& device) {
   const bool default_size = 2 * kShareBytes + 3 * context <= device.total_mem;
   const uint64_t bytes = default_size ? kShareBytes : device.total_mem / 4 / kMiB * kMiB;
   const std::string bytes_arg = default_size ? kShareBytesArg : std::to_string(bytes);
-  out << "\n[2/4] Two processes hold " << FormatByteSize(bytes)
+  out << "\n[2/5] Two processes hold " << FormatByteSize(bytes)
       << " each at the same time (fgpu-probe alloc)\n";
 
   const std::vector<std::string> args = {"alloc", "--bytes", bytes_arg, "--hold-ms", kHoldMs};
@@ -207,7 +207,7 @@ Status ShareMemory(const DemoContext& demo, const DeviceFacts& device) {
 
 Status FillToOutOfMemory(const DemoContext& demo, const DeviceFacts& device) {
   std::ostream& out = *demo.out;
-  out << "\n[3/4] One process allocates until the device refuses (fgpu-probe fill)\n";
+  out << "\n[3/5] One process allocates until the device refuses (fgpu-probe fill)\n";
   Result<json> fill = RunForEvent(demo, {"fill"}, "fill");
   if (!fill.ok()) return fill.status();
   EventReader reader(*fill);
@@ -236,7 +236,7 @@ Status FillToOutOfMemory(const DemoContext& demo, const DeviceFacts& device) {
 
 Status ShareCompute(const DemoContext& demo) {
   std::ostream& out = *demo.out;
-  out << "\n[4/4] Compute is time-sliced: processes spinning at 100% duty for " << kSpinSeconds
+  out << "\n[4/5] Compute is time-sliced: processes spinning at 100% duty for " << kSpinSeconds
       << " s (fgpu-probe spin)\n";
   Result<std::unique_ptr<sim::SharedDevices>> segment =
       sim::SharedDevices::Attach(demo.target.config, demo.target.segment);

@@ -1,4 +1,4 @@
-// The four steps of `fgpu demo`. Each runs fgpu-probe processes on the simulated GPU,
+// The five steps of `fgpu demo`. Each runs fgpu-probe processes on the simulated GPU,
 // prints its part of the narrative with the numbers the probes reported, and returns an
 // error when a probe fails or the device does not behave as one shared physical GPU would
 // (a process missing from NVML's list, a fill that does not end in out-of-memory or does not
@@ -31,5 +31,7 @@ Result<DeviceFacts> ShowDevice(const DemoContext& demo);
 Status ShareMemory(const DemoContext& demo, const DeviceFacts& device);
 Status FillToOutOfMemory(const DemoContext& demo, const DeviceFacts& device);
 Status ShareCompute(const DemoContext& demo);
+// Step 5 (demo_slice_step.cc): `fgpu run` enforcing a 10 GiB cap on the same probe.
+Status ShowSlice(const DemoContext& demo);
 
 }  // namespace fgpu::cli

@@ -4,7 +4,7 @@
 require_probe_and_driver
 run_fgpu demo
 expect_status 0
-for step in "[1/4]" "[2/4]" "[3/4]" "[4/4]" "CUDA_ERROR_OUT_OF_MEMORY" "Demo complete"; do
+for step in "[1/5]" "[2/5]" "[3/5]" "[4/5]" "[5/5]" "CUDA_ERROR_OUT_OF_MEMORY" "Demo complete"; do
   expect_out_contains "$step"
 done
 segment=$(printf '%s\n' "$OUT" | grep -o '/fgpu-demo-[0-9]*-[0-9]*' | head -n 1)
