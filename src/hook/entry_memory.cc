@@ -8,6 +8,7 @@
 // every path is in docs/hook-memory.md.
 #include "hook/exports.h"
 #include "hook/memory_hook.h"
+#include "hook/pool_accounting.h"
 
 namespace {
 
@@ -205,25 +206,45 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 namespace {
 
-// The four stream-ordered allocation entry points differ only in the real call and in how a
-// null stream is read (_ptsz: the per-thread default stream).
-template <typename Allocate, typename Free>
+using fgpu::hook::EnforcingPoolAccounting;
+using fgpu::hook::PoolAccounting;
+using fgpu::hook::PoolSlot;
+
+// The four stream-ordered allocation entry points differ only in the real call, the pool (null:
+// the device's current pool) and how a null stream is read (_ptsz: the per-thread default
+// stream). What they charge is the pool's reserve (PoolAccounting, docs/hook-memory.md
+// "Stream-ordered pools"), on the stream's context's device.
+// undo(ptr) frees the allocation and synchronises the stream (a refused growth).
+template <typename Allocate, typename Undo>
 CUresult AllocateStreamOrdered(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool per_thread,
-                               Allocate&& allocate, Free&& free_real) {
+                               CUmemoryPool pool, Allocate&& allocate, Undo&& undo) {
   Attribution at;
   MemoryHook* hook = ChargeOnStream(dptr != nullptr && bytesize != 0, stream, per_thread, &at);
   if (hook == nullptr) return allocate();
-  return hook->accounting().Charged(
-      PointerKind::kDevicePointer, at, bytesize,
-      [&](uint64_t* key) {
+  PoolAccounting* pools = EnforcingPoolAccounting();
+  PoolSlot* slot = pools != nullptr ? pools->ForAllocation(at.device, pool) : nullptr;
+  if (slot == nullptr) return allocate();  // the driver refuses the device or the pool
+  return pools->Allocate(
+      slot, bytesize,
+      [&](uint64_t* ptr) {
         const CUresult rc = allocate();
-        if (rc == CUDA_SUCCESS) *key = *dptr;
+        if (rc == CUDA_SUCCESS) *ptr = *dptr;
         return rc;
       },
-      [&](uint64_t key) {
-        free_real(key);
+      [&](uint64_t ptr) {
+        undo(ptr);
         *dptr = 0;
       });
+}
+
+// A pool allocation credits nothing when freed (the pool keeps the memory); any other pointer
+// (cuMemFreeAsync also takes cuMemAlloc memory on some drivers) is freed as cuMemFree* would.
+template <typename Free>
+CUresult FreeStreamOrdered(CUdeviceptr dptr, Free&& free_call) {
+  PoolAccounting* pools = dptr != 0 ? EnforcingPoolAccounting() : nullptr;
+  CUresult rc = CUDA_SUCCESS;
+  if (pools != nullptr && pools->Freed(dptr, free_call, &rc)) return rc;
+  return FreeDevicePointer(dptr, free_call);
 }
 
 }  // namespace
@@ -234,25 +255,35 @@ CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuMemAllocAsync);
   if (real == nullptr) return MissingRealCuda();
   return AllocateStreamOrdered(
-      dptr, bytesize, hStream, false, [&] { return real(dptr, bytesize, hStream); },
-      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync, ptr, hStream); });
+      dptr, bytesize, hStream, false, nullptr, [&] { return real(dptr, bytesize, hStream); },
+      [&](CUdeviceptr ptr) {
+        FGPU_CALL_REAL_CUDA(cuMemFreeAsync, ptr, hStream);
+        FGPU_CALL_REAL_CUDA(cuStreamSynchronize, hStream);
+      });
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuMemAllocAsync_ptsz);
   if (real == nullptr) return MissingRealCuda();
   return AllocateStreamOrdered(
-      dptr, bytesize, hStream, true, [&] { return real(dptr, bytesize, hStream); },
-      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync_ptsz, ptr, hStream); });
+      dptr, bytesize, hStream, true, nullptr, [&] { return real(dptr, bytesize, hStream); },
+      [&](CUdeviceptr ptr) {
+        FGPU_CALL_REAL_CUDA(cuMemFreeAsync_ptsz, ptr, hStream);
+        FGPU_CALL_REAL_CUDA(cuStreamSynchronize_ptsz, hStream);
+      });
 }
 
-// Charged to the stream's device: a pool's own location cannot be queried (docs/hook-memory.md).
+// Charged to the pool's reserve; a pool the hook has not seen created is adopted on the stream's
+// device (the driver API cannot tell a pool's location).
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuMemAllocFromPoolAsync);
   if (real == nullptr) return MissingRealCuda();
   return AllocateStreamOrdered(
-      dptr, bytesize, hStream, false, [&] { return real(dptr, bytesize, pool, hStream); },
-      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync, ptr, hStream); });
+      dptr, bytesize, hStream, false, pool, [&] { return real(dptr, bytesize, pool, hStream); },
+      [&](CUdeviceptr ptr) {
+        FGPU_CALL_REAL_CUDA(cuMemFreeAsync, ptr, hStream);
+        FGPU_CALL_REAL_CUDA(cuStreamSynchronize, hStream);
+      });
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
@@ -260,20 +291,53 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemo
   const auto real = FGPU_REAL_CUDA(cuMemAllocFromPoolAsync_ptsz);
   if (real == nullptr) return MissingRealCuda();
   return AllocateStreamOrdered(
-      dptr, bytesize, hStream, true, [&] { return real(dptr, bytesize, pool, hStream); },
-      [&](CUdeviceptr ptr) { FGPU_CALL_REAL_CUDA(cuMemFreeAsync_ptsz, ptr, hStream); });
+      dptr, bytesize, hStream, true, pool, [&] { return real(dptr, bytesize, pool, hStream); },
+      [&](CUdeviceptr ptr) {
+        FGPU_CALL_REAL_CUDA(cuMemFreeAsync_ptsz, ptr, hStream);
+        FGPU_CALL_REAL_CUDA(cuStreamSynchronize_ptsz, hStream);
+      });
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuMemFreeAsync);
   if (real == nullptr) return MissingRealCuda();
-  return FreeDevicePointer(dptr, [&] { return real(dptr, hStream); });
+  return FreeStreamOrdered(dptr, [&] { return real(dptr, hStream); });
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuMemFreeAsync_ptsz);
   if (real == nullptr) return MissingRealCuda();
-  return FreeDevicePointer(dptr, [&] { return real(dptr, hStream); });
+  return FreeStreamOrdered(dptr, [&] { return real(dptr, hStream); });
+}
+
+// Pool lifecycle: which pools exist, where, and which one each device allocates from.
+CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
+  const auto real = FGPU_REAL_CUDA(cuMemPoolCreate);
+  if (real == nullptr) return MissingRealCuda();
+  const CUresult rc = real(pool, poolProps);
+  PoolAccounting* pools = rc == CUDA_SUCCESS ? EnforcingPoolAccounting() : nullptr;
+  if (pools != nullptr) pools->Created(*pool, *poolProps);
+  return rc;
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  const auto real = FGPU_REAL_CUDA(cuMemPoolDestroy);
+  if (real == nullptr) return MissingRealCuda();
+  PoolAccounting* pools = EnforcingPoolAccounting();
+  // Asked before: afterwards the handle is invalid.
+  const bool empty = pools != nullptr && pools->DriverSaysEmpty(pool);
+  const CUresult rc = real(pool);
+  if (rc == CUDA_SUCCESS && pools != nullptr) pools->Destroyed(pool, empty);
+  return rc;
+}
+
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  const auto real = FGPU_REAL_CUDA(cuDeviceSetMemPool);
+  if (real == nullptr) return MissingRealCuda();
+  const CUresult rc = real(dev, pool);
+  PoolAccounting* pools = rc == CUDA_SUCCESS ? EnforcingPoolAccounting() : nullptr;
+  if (pools != nullptr) pools->CurrentPoolSet(dev, pool);
+  return rc;
 }
 
 }  // extern "C"

@@ -104,7 +104,7 @@ TEST_F(InterposeTest, DlsymHandsOutWrappersForHookedNamesOnly) {
     }
     EXPECT_EQ(lookups.at("dlsym cuDeviceGet - -").file, kCudaFile);
     EXPECT_EQ(lookups.at("dlsym cuMemcpyHtoD_v2 - -").file, kCudaFile);
-    EXPECT_EQ(lookups.at("dlsym cuStreamSynchronize_ptsz - -").file, kCudaFile);
+    EXPECT_EQ(lookups.at("dlsym cuStreamQuery_ptsz - -").file, kCudaFile);
     EXPECT_EQ(lookups.at("dlsym nvmlInit_v2 - -").file, kNvmlFile);
     // Names the library lacks stay NULL, hooked-looking or not.
     EXPECT_FALSE(lookups.at("dlsym cuMemAlloc_v3 - -").found());

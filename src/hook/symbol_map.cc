@@ -99,7 +99,12 @@ static_assert(NamesAreUnique(), "a hooked name is listed twice");
 
 // Bases whose unknown variants are refused: every hooked base but the launch entry points,
 // which only forward today (refusing a newer launch ABI would break a workload for nothing).
-constexpr std::string_view kForwardUnknownVariants[] = {"cuLaunchKernel"};
+// Bases whose unknown (newer) variants are handed out unwrapped: missing a launch or a
+// synchronisation costs no accounting (a sync only triggers reconciliation, which the next one
+// repeats), whereas an unwrapped allocator would escape the cap.
+constexpr std::string_view kForwardUnknownVariants[] = {"cuLaunchKernel", "cuStreamSynchronize",
+                                                        "cuEventSynchronize", "cuCtxSynchronize",
+                                                        "cuMemPoolTrimTo"};
 
 constexpr std::array<std::string_view, kCudaSymbolCount> kSortedRefusingBases = [] {
   std::array<std::string_view, kCudaSymbolCount> bases = kCudaBases;

@@ -51,11 +51,11 @@ const Export kExports[] = {
 };
 
 // Names that are not hooked: present in the driver, absent, or another library's.
-const char* const kOtherNames[] = {"cuDeviceGet", "cuMemcpyHtoD_v2", "cuStreamSynchronize_ptsz", "cuMemAlloc_v3",
+const char* const kOtherNames[] = {"cuDeviceGet", "cuMemcpyHtoD_v2", "cuStreamQuery_ptsz", "cuMemAlloc_v3",
                                    "cuNoSuchFunction", "nvmlInit_v2", "nvmlDeviceGetMemoryInfo_v3",
                                    "cublasCreate_v2"};
-const char* const kOtherBases[] = {"cuDeviceGet", "cuMemcpyHtoD", "cuStreamSynchronize", "cuLaunchKernelEx",
-                                   "cuCtxSynchronize", "cuNoSuchFunction"};
+const char* const kOtherBases[] = {"cuDeviceGet", "cuMemcpyHtoD", "cuStreamQuery", "cuLaunchKernelEx",
+                                   "cuCtxGetDevice", "cuNoSuchFunction"};
 constexpr int kVersions[] = {11030, 12000, 13000};
 constexpr cuuint64_t kFlags[] = {CU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
                                  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM};
