@@ -16,7 +16,7 @@ constexpr std::chrono::seconds kSliceTimeout{60};
 
 // fgpu run --memory 10GiB -- fgpu-probe ARGS, read like a probe: `fgpu run` passes the
 // probe's stdout through.
-Result<nlohmann::json> RunInSlice(const DemoContext& demo, const std::vector<std::string>& probe_args,
+[[maybe_unused]] Result<nlohmann::json> RunInSlice(const DemoContext& demo, const std::vector<std::string>& probe_args,
                                   const std::string& event) {
   Result<std::string> self = SelfExecutablePath();
   if (!self.ok()) return self.status();
