@@ -269,6 +269,11 @@ TEST(SimTime, KernelsTakeDeviceTimeScaledByWaves) {
     CUevent start = nullptr, stop = nullptr;
     FGPU_REQUIRE_CU(cuEventCreate(&start, 0), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuEventCreate(&stop, 0), CUDA_SUCCESS);
+    // A 50 ms kernel first holds the stream, so the launches below queue behind it with no
+    // idle gaps however slowly this (possibly sanitized, loaded) host issues them.
+    unsigned long long hold_ns = 50'000'000;
+    void* hold_params[] = {&hold_ns};
+    FGPU_REQUIRE_CU(cuLaunchKernel(k.spin, 1, 1, 1, 1, 1, 1, 0, nullptr, hold_params, nullptr), CUDA_SUCCESS);
     // 20 launches of 2 waves (32 blocks on 16 SMs) of 100 µs = 4 ms.
     FGPU_REQUIRE_CU(cuEventRecord(start, nullptr), CUDA_SUCCESS);
     for (int i = 0; i < 20; ++i) {
