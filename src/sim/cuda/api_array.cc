@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/abi/array_format.h"
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
@@ -51,84 +52,24 @@ constexpr unsigned kKnownFlags = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDS
                                  CUDA_ARRAY3D_COLOR_ATTACHMENT | CUDA_ARRAY3D_SPARSE |
                                  CUDA_ARRAY3D_DEFERRED_MAPPING | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE;
 
-// Bytes per element, or 0 with *rc set.
+// Bytes per element, or 0 with *rc set. The simulator models texel formats only; the real
+// formats it does not (block-compressed, video, packed) are CUDA_ERROR_NOT_SUPPORTED.
 uint64_t ElementBytes(CUarray_format format, unsigned channels, CUresult* rc) {
   *rc = CUDA_ERROR_INVALID_VALUE;
   if (channels != 1 && channels != 2 && channels != 4) return 0;
-  uint64_t component = 0;
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-      component = 1;
-      break;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      component = 2;
-      break;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-      component = 4;
-      break;
-    case CU_AD_FORMAT_UNORM_INT8X1:
-    case CU_AD_FORMAT_UNORM_INT8X2:
-    case CU_AD_FORMAT_UNORM_INT8X4:
-    case CU_AD_FORMAT_UNORM_INT16X1:
-    case CU_AD_FORMAT_UNORM_INT16X2:
-    case CU_AD_FORMAT_UNORM_INT16X4:
-    case CU_AD_FORMAT_SNORM_INT8X1:
-    case CU_AD_FORMAT_SNORM_INT8X2:
-    case CU_AD_FORMAT_SNORM_INT8X4:
-    case CU_AD_FORMAT_SNORM_INT16X1:
-    case CU_AD_FORMAT_SNORM_INT16X2:
-    case CU_AD_FORMAT_SNORM_INT16X4: {
-      // Normalised formats come in groups of x1, x2, x4 (unorm8, unorm16, snorm8,
-      // snorm16); the channel count they name must match NumChannels.
-      const int index = static_cast<int>(format) - CU_AD_FORMAT_UNORM_INT8X1;
-      if ((1u << (index % 3)) != channels) return 0;
-      component = (index / 3) % 2 == 0 ? 1 : 2;
-      break;
-    }
-    case CU_AD_FORMAT_NV12:
-    case CU_AD_FORMAT_BC1_UNORM:
-    case CU_AD_FORMAT_BC1_UNORM_SRGB:
-    case CU_AD_FORMAT_BC2_UNORM:
-    case CU_AD_FORMAT_BC2_UNORM_SRGB:
-    case CU_AD_FORMAT_BC3_UNORM:
-    case CU_AD_FORMAT_BC3_UNORM_SRGB:
-    case CU_AD_FORMAT_BC4_UNORM:
-    case CU_AD_FORMAT_BC4_SNORM:
-    case CU_AD_FORMAT_BC5_UNORM:
-    case CU_AD_FORMAT_BC5_SNORM:
-    case CU_AD_FORMAT_BC6H_UF16:
-    case CU_AD_FORMAT_BC6H_SF16:
-    case CU_AD_FORMAT_BC7_UNORM:
-    case CU_AD_FORMAT_BC7_UNORM_SRGB:
-    case CU_AD_FORMAT_P010:
-    case CU_AD_FORMAT_P016:
-    case CU_AD_FORMAT_NV16:
-    case CU_AD_FORMAT_P210:
-    case CU_AD_FORMAT_P216:
-    case CU_AD_FORMAT_YUY2:
-    case CU_AD_FORMAT_Y210:
-    case CU_AD_FORMAT_Y216:
-    case CU_AD_FORMAT_AYUV:
-    case CU_AD_FORMAT_Y410:
-    case CU_AD_FORMAT_Y416:
-    case CU_AD_FORMAT_Y444_PLANAR8:
-    case CU_AD_FORMAT_Y444_PLANAR10:
-    case CU_AD_FORMAT_YUV444_8bit_SemiPlanar:
-    case CU_AD_FORMAT_YUV444_16bit_SemiPlanar:
-    case CU_AD_FORMAT_UNORM_INT_101010_2:
-      // Real formats (block-compressed, video, packed) the simulator does not model.
+  const ArrayFormatLayout layout = LayoutOfArrayFormat(format, channels);
+  switch (layout.kind) {
+    case ArrayFormatKind::kInvalid:
+      return 0;
+    case ArrayFormatKind::kBlockCompressed:
+    case ArrayFormatKind::kVideoOrPacked:
       *rc = CUDA_ERROR_NOT_SUPPORTED;
       return 0;
-    default:
-      return 0;  // not a format
+    case ArrayFormatKind::kTexel:
+      break;
   }
   *rc = CUDA_SUCCESS;
-  return component * channels;
+  return layout.bytes;
 }
 
 // Validates a descriptor as cuArray3DCreate does; on success *element is its element size.
