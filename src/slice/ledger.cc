@@ -1,14 +1,19 @@
 // Ledger: the workload side of a slice (see slice.h).
 //
-// Threads of one process share the process's slot, and a slot's ops must run one at a time
-// (the protocol numbers them). So each device has a "lane": a flag in this process's private
-// memory, held for the few instructions of one Apply. It is not shared memory: a crash takes
-// every holder and waiter with it, so no other process can ever wait on it.
+// Threads of one process share the process's slot. The protocol numbers a journal's ops, so
+// each journal runs one op at a time: a slot has kLanes lanes per device, each with its own
+// journal and charge, and a thread runs its op on an idle lane, picked with a non-blocking try
+// on a flag in this process's private memory (docs/slice-format.md, "Lanes"). A thread stopped
+// inside an op holds one lane only; a thread retries only when every lane of the device is held
+// as it looks, e.g. when more than kLanes threads of this process are inside a ledger op on that
+// device at once. The flags are not shared memory: a crash takes every holder and waiter with
+// it, so no other process can ever wait on them.
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +32,12 @@ constexpr int64_t kAutoReapIntervalNs = 1'000'000;
 
 namespace {
 
+// A lane's busy flag, alone on its cache line so that threads on different lanes do not
+// bounce one line between them.
+struct alignas(64) LaneFlag {
+  std::atomic<uint32_t> busy{0};
+};
+
 // Everything of one attached ledger; Ledger::Impl is this, named so that the file-local
 // registry and fork handler below can reach it.
 struct AttachedLedger {
@@ -37,7 +48,7 @@ struct AttachedLedger {
   ProcessId self;
   int slot = -1;
   int device_count = 0;
-  std::atomic<uint32_t> lanes[kMaxDevices] = {};
+  LaneFlag lanes[kMaxDevices][kLanes];
   std::atomic<int64_t> last_auto_reap_ns{INT64_MIN / 2};
   Ledger* owner = nullptr;
   AttachedLedger* next = nullptr;  // the process's list of attached ledgers (never unlinked)
@@ -55,30 +66,73 @@ constinit std::atomic<AttachedLedger*> g_attached{nullptr};
 constinit std::mutex g_attach_mutex;
 constinit bool g_fork_handler_installed = false;
 
-class LaneGuard {
- public:
-  explicit LaneGuard(std::atomic<uint32_t>& lane) : lane_(lane) {
-    int spins = 0;
-    while (lane_.exchange(1, std::memory_order_acquire) != 0) {
-      while (lane_.load(std::memory_order_relaxed) != 0) {
-        // The holder is a thread of this process inside Apply (tens of ns). Yield only if it
-        // was preempted there, so that it can finish.
-        if (++spins < 256) {
+// The lane a thread tries first, + 1 (0: not chosen yet). Threads get consecutive lanes as they
+// first come, and move to where they found room, so they spread over the lanes. Initial-exec
+// TLS: no allocation or lock on a thread's first access.
+constinit thread_local uint32_t t_lane_hint __attribute__((tls_model("initial-exec"))) = 0;
+constinit std::atomic<uint32_t> g_next_lane_hint{0};
+
+void PauseOrYield(int* spins) {
+  // Only when all kLanes lanes are busy: their holders are threads of this process inside an op
+  // (tens of ns). Yield only if one was preempted there, so that it can finish.
+  if (++*spins < 256) {
 #if defined(__x86_64__) || defined(__i386__)
-          __builtin_ia32_pause();
+    __builtin_ia32_pause();
 #endif
-        } else {
-          sched_yield();
+  } else {
+    sched_yield();
+  }
+}
+
+bool TryLane(LaneFlag& flag) {
+  return flag.busy.load(std::memory_order_relaxed) == 0 && flag.busy.exchange(1, std::memory_order_acquire) == 0;
+}
+
+// Holds one lane of `device` for one op: an idle one, or a given one (tests).
+class LaneHold {
+ public:
+  // Tries the lanes in `preferred` (a bit per lane) first, then the others, each time from
+  // the thread's hint, with a non-blocking try; only when all kLanes are busy does it pause and
+  // try again. The hint moves only when the thread left its lane because it was busy, not when
+  // it followed a preference, so threads keep their spread.
+  LaneHold(AttachedLedger& impl, int device, uint32_t preferred) : flags_(impl.lanes[device]) {
+    uint32_t hint = t_lane_hint;
+    if (hint == 0) {
+      hint = g_next_lane_hint.fetch_add(1, std::memory_order_relaxed) % kLanes + 1;
+      t_lane_hint = hint;
+    }
+    const int start = static_cast<int>(hint - 1);
+    constexpr uint32_t kAll = (uint32_t{1} << kLanes) - 1;
+    preferred &= kAll;
+    for (int spins = 0;; PauseOrYield(&spins)) {
+      for (const uint32_t mask : {preferred, kAll & ~preferred}) {
+        if (mask == 0) continue;
+        for (int i = 0; i < kLanes; ++i) {
+          const int lane = (start + i) & (kLanes - 1);
+          if ((mask >> lane & 1) == 0 || !TryLane(flags_[lane])) continue;
+          if (mask != preferred && lane != start) t_lane_hint = static_cast<uint32_t>(lane + 1);
+          lane_ = lane;
+          return;
         }
       }
     }
   }
-  ~LaneGuard() { lane_.store(0, std::memory_order_release); }
-  LaneGuard(const LaneGuard&) = delete;
-  LaneGuard& operator=(const LaneGuard&) = delete;
+  struct Exactly {
+    int lane;
+  };
+  LaneHold(AttachedLedger& impl, int device, Exactly exactly) : flags_(impl.lanes[device]), lane_(exactly.lane) {
+    for (int spins = 0; !TryLane(flags_[lane_]); PauseOrYield(&spins)) {
+    }
+  }
+  ~LaneHold() { flags_[lane_].busy.store(0, std::memory_order_release); }
+  LaneHold(const LaneHold&) = delete;
+  LaneHold& operator=(const LaneHold&) = delete;
+
+  int lane() const { return lane_; }
 
  private:
-  std::atomic<uint32_t>& lane_;
+  LaneFlag* flags_;
+  int lane_ = 0;
 };
 
 int64_t MonotonicNs() {
@@ -118,7 +172,9 @@ void ClaimSlotsInForkedChild() {
   const ProcessId self = CurrentProcess();
   for (AttachedLedger* impl = g_attached.load(std::memory_order_acquire); impl != nullptr;
        impl = impl->next) {
-    for (auto& lane : impl->lanes) lane.store(0, std::memory_order_relaxed);  // held by parent threads
+    for (auto& device : impl->lanes) {
+      for (LaneFlag& flag : device) flag.busy.store(0, std::memory_order_relaxed);  // held by parent threads
+    }
     impl->self = self;
     impl->slot = -1;
     if (self.start_time == 0) continue;  // cannot identify ourselves: fail closed
@@ -210,15 +266,27 @@ uint64_t Ledger::ChargedByThisProcess(int device) const {
   return impl_->protocol.Charged(impl_->slot, device);
 }
 
-bool Ledger::Reserve(int device, uint64_t bytes) {
-  Impl& impl = *impl_;
+namespace {
+
+// Lane choice keeps the lanes near balance (docs/slice-format.md, "Lanes"): a Reserve prefers
+// a lane that is negative (refilling it), a Release a lane that holds at least the amount. Left
+// to the hint alone, memory allocated by one thread and freed by another would move charge
+// from lane to lane without bound.
+bool ReserveOn(AttachedLedger& impl, int device, uint64_t bytes, int lane) {
+  if (lane < 0) {
+    LaneHold hold(impl, device, impl.protocol.NegativeLanes(impl.slot, device));
+    return impl.protocol.Apply(impl.slot, hold.lane(), device, static_cast<int64_t>(bytes), /*check_cap=*/true);
+  }
+  LaneHold hold(impl, device, LaneHold::Exactly{lane});
+  return impl.protocol.Apply(impl.slot, lane, device, static_cast<int64_t>(bytes), /*check_cap=*/true);
+}
+
+// `lane` < 0: any idle lane.
+bool ReserveBytes(AttachedLedger& impl, int device, uint64_t bytes, int lane) {
   if (device < 0 || device >= impl.device_count || impl.slot < 0) return false;
   if (bytes == 0) return true;
   if (bytes > layout::kMaxBytes) return false;  // no cap is that large
-  {
-    LaneGuard lane(impl.lanes[device]);
-    if (impl.protocol.Apply(impl.slot, device, static_cast<int64_t>(bytes), /*check_cap=*/true)) return true;
-  }
+  if (ReserveOn(impl, device, bytes, lane)) return true;
   // Slow path: maybe a dead process still holds memory under the cap.
   const int64_t now = MonotonicNs();
   int64_t last = impl.last_auto_reap_ns.load(std::memory_order_relaxed);
@@ -227,19 +295,65 @@ bool Ledger::Reserve(int device, uint64_t bytes) {
     return false;
   }
   if (impl.protocol.ReapDead(impl.self) == 0) return false;
-  LaneGuard lane(impl.lanes[device]);
-  return impl.protocol.Apply(impl.slot, device, static_cast<int64_t>(bytes), /*check_cap=*/true);
+  return ReserveOn(impl, device, bytes, lane);
 }
 
-void Ledger::Release(int device, uint64_t bytes) {
-  Impl& impl = *impl_;
+void ReleaseBytes(AttachedLedger& impl, int device, uint64_t bytes, int lane) {
   if (device < 0 || device >= impl.device_count || impl.slot < 0 || bytes == 0) return;
-  LaneGuard lane(impl.lanes[device]);
-  // Under the lane nobody else changes this slot's charge, so the clamp is exact.
-  const uint64_t charged = impl.protocol.Charged(impl.slot, device);
-  const uint64_t amount = bytes < charged ? bytes : charged;
-  if (amount == 0) return;
-  impl.protocol.Apply(impl.slot, device, -static_cast<int64_t>(amount), /*check_cap=*/false);
+  // Clamped to what the slot holds, a defence against a double release. When one pass over the
+  // lanes already shows enough, nothing is clamped. Otherwise the clamp uses a snapshot
+  // (LedgerProtocol::SlotCharge): memory being released was reserved, and its reserve
+  // committed, before this call began, so the snapshot counts it and an honest release is never
+  // cut short (one pass could miss it: another thread's reserve on a lane already read and its
+  // release on a lane not yet read). Two threads releasing the same memory at once can both
+  // pass the clamp; the device total's own clamp still keeps the total from wrapping.
+  int64_t lanes[kLanes];
+  int64_t charge = impl.protocol.SlotChargeOnePass(impl.slot, device, lanes);
+  if (charge < 0 || static_cast<uint64_t>(charge) < bytes) charge = impl.protocol.SlotCharge(impl.slot, device, lanes);
+  if (charge <= 0) return;
+  const uint64_t amount = std::min<uint64_t>(bytes, static_cast<uint64_t>(charge));
+  const int64_t delta = -static_cast<int64_t>(amount);
+  if (lane < 0) {
+    uint32_t enough = 0;
+    for (int k = 0; k < kLanes; ++k) {
+      if (lanes[k] >= static_cast<int64_t>(amount)) enough |= uint32_t{1} << k;
+    }
+    LaneHold hold(impl, device, enough);
+    impl.protocol.Apply(impl.slot, hold.lane(), device, delta, /*check_cap=*/false);
+  } else {
+    LaneHold hold(impl, device, LaneHold::Exactly{lane});
+    impl.protocol.Apply(impl.slot, lane, device, delta, /*check_cap=*/false);
+  }
+}
+
+const layout::LimitsDevice* LimitsDeviceOf(const AttachedLedger& impl, int device) {
+  return reinterpret_cast<const layout::LimitsDevice*>(impl.limits.base() + sizeof(layout::LimitsHeader)) + device;
+}
+
+}  // namespace
+
+bool Ledger::Reserve(int device, uint64_t bytes) { return ReserveBytes(*impl_, device, bytes, /*lane=*/-1); }
+
+void Ledger::Release(int device, uint64_t bytes) { ReleaseBytes(*impl_, device, bytes, /*lane=*/-1); }
+
+uint32_t Ledger::ComputeShare(int device) const {
+  if (device < 0 || device >= impl_->device_count) return 0;
+  const uint32_t share = __atomic_load_n(&LimitsDeviceOf(*impl_, device)->compute_share, __ATOMIC_ACQUIRE);
+  return std::clamp<uint32_t>(share, 1, 100);
+}
+
+ComputeMode Ledger::GetComputeMode(int device) const {
+  if (device < 0 || device >= impl_->device_count) return ComputeMode::kCap;
+  const uint32_t word = __atomic_load_n(layout::ComputeWord(LimitsDeviceOf(*impl_, device)), __ATOMIC_ACQUIRE);
+  const uint8_t mode = layout::ComputeWordMode(word);
+  return mode <= layout::kMaxComputeMode ? static_cast<ComputeMode>(mode) : ComputeMode::kCap;
+}
+
+Tier Ledger::GetTier(int device) const {
+  if (device < 0 || device >= impl_->device_count) return Tier::kBatch;
+  const uint32_t word = __atomic_load_n(layout::ComputeWord(LimitsDeviceOf(*impl_, device)), __ATOMIC_ACQUIRE);
+  const uint8_t tier = layout::ComputeWordTier(word);
+  return tier <= layout::kMaxTier ? static_cast<Tier>(tier) : Tier::kBatch;
 }
 
 int Ledger::ReapDeadProcesses() { return impl_->protocol.ReapDead(impl_->self); }
@@ -250,5 +364,31 @@ uint64_t Ledger::LimitsGeneration() const {
 }
 
 int Ledger::TEST_slot() const { return impl_->slot; }
+
+bool Ledger::TEST_ReserveOnLane(int device, int lane, uint64_t bytes) {
+  if (lane < 0 || lane >= kLanes) return false;
+  return ReserveBytes(*impl_, device, bytes, lane);
+}
+
+void Ledger::TEST_ReleaseOnLane(int device, int lane, uint64_t bytes) {
+  if (lane < 0 || lane >= kLanes) return;
+  ReleaseBytes(*impl_, device, bytes, lane);
+}
+
+int64_t Ledger::TEST_LaneCharge(int device, int lane) const {
+  if (device < 0 || device >= impl_->device_count || lane < 0 || lane >= kLanes || impl_->slot < 0) return 0;
+  return impl_->protocol.LaneCharge(impl_->slot, device, lane);
+}
+
+bool Ledger::TEST_PauseAt(const char* step) {
+  const CrashStep parsed = CrashStepFromName(step, step != nullptr ? std::strlen(step) : 0);
+  if (parsed == CrashStep::kNone) return false;
+  impl_->crash.ArmPause(parsed);
+  return true;
+}
+
+bool Ledger::TEST_IsPaused() const { return impl_->crash.Paused(); }
+
+void Ledger::TEST_ResumePaused() { impl_->crash.Resume(); }
 
 }  // namespace fgpu::slice

@@ -1,6 +1,8 @@
 // Contention: 8 processes × 4 threads race Reserve(300 MiB) / Release under a 1 GiB cap
 // while this process samples the device total. No interleaving may admit a fourth 300 MiB
 // reservation (3 × 300 MiB ≤ 1 GiB < 4 × 300 MiB), and at the end nothing is left charged.
+// Then 2 processes × 16 threads: more threads than a slot has lanes, so threads of one process
+// also find every lane busy and wait their turn, and memory often comes back on another lane.
 //
 // This process stays single-threaded (it forks every worker first, then observes from its
 // main thread), so the test also runs under TSan, which does not allow threads in the child
@@ -10,6 +12,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,11 +22,14 @@
 namespace fgpu::slice {
 namespace {
 
-constexpr int kProcesses = 8;
-constexpr int kThreadsPerProcess = 4;
 constexpr uint64_t kReservation = 300 * kMiB;
 constexpr uint64_t kCap = kGiB;
 constexpr int kMaxHeld = static_cast<int>(kCap / kReservation);  // 3
+
+struct Shape {
+  int processes;
+  int threads_per_process;
+};
 
 // Rounds per thread: 10^4 (10^4 × 32 threads in all). FGPU_SLICE_CONTENTION_ROUNDS overrides.
 int RoundsPerThread() {
@@ -41,12 +47,12 @@ struct Shared {
   std::atomic<int64_t> refused{0};
 };
 
-int Worker(Ledger* ledger, Shared& shared, int rounds) {
+int Worker(Ledger* ledger, Shared& shared, int threads_per_process, int rounds) {
   shared.ready.fetch_add(1);
   while (!shared.go.load()) std::this_thread::yield();
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreadsPerProcess; ++t) {
+  for (int t = 0; t < threads_per_process; ++t) {
     threads.emplace_back([&] {
       int64_t admitted = 0;
       int64_t refused = 0;
@@ -76,7 +82,11 @@ int Worker(Ledger* ledger, Shared& shared, int rounds) {
   return ledger->ChargedByThisProcess(0) == 0 ? 0 : 11;
 }
 
-TEST(LedgerContention, NoInterleavingAdmitsPastTheCapAndNothingLeaks) {
+class LedgerContention : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(LedgerContention, NoInterleavingAdmitsPastTheCapAndNothingLeaks) {
+  const int processes = GetParam().processes;
+  const int threads_per_process = GetParam().threads_per_process;
   testing::ScratchDir scratch;
   Result<SliceAdmin> admin = SliceAdmin::Create(scratch.slice(), testing::OneDeviceSpec(kCap));
   ASSERT_TRUE(admin.ok()) << admin.status().message();
@@ -86,17 +96,17 @@ TEST(LedgerContention, NoInterleavingAdmitsPastTheCapAndNothingLeaks) {
   const int rounds = RoundsPerThread();
 
   std::vector<pid_t> workers;
-  for (int p = 0; p < kProcesses; ++p) {
+  for (int p = 0; p < processes; ++p) {
     // The child inherits this process's Ledger; the fork handler gave it a slot of its own.
-    workers.push_back(testing::ForkChild([&] { return Worker(*observer, *shared, rounds); }));
+    workers.push_back(testing::ForkChild([&] { return Worker(*observer, *shared, threads_per_process, rounds); }));
   }
-  while (shared->ready.load() < kProcesses) std::this_thread::yield();
+  while (shared->ready.load() < processes) std::this_thread::yield();
   shared->go.store(true);
 
   uint64_t max_used = 0;
   int64_t samples = 0;
   bool not_a_multiple = false;
-  int running = kProcesses;
+  int running = processes;
   std::vector<int> exit_codes;
   while (running > 0) {
     for (int i = 0; i < 1000; ++i, ++samples) {
@@ -119,7 +129,7 @@ TEST(LedgerContention, NoInterleavingAdmitsPastTheCapAndNothingLeaks) {
   EXPECT_EQ((*observer)->Used(0), 0u);
   EXPECT_EQ(admin->TEST_TotalSlotCharges(0), 0u);
   EXPECT_EQ(shared->admitted.load() + shared->refused.load(),
-            int64_t{kProcesses} * kThreadsPerProcess * rounds);
+            int64_t{processes} * threads_per_process * rounds);
   EXPECT_GT(shared->admitted.load(), 0);
   // The workers are gone (some were already reaped by their peers' failed reservations):
   // reaping frees the remaining slots, which held no charge.
@@ -130,6 +140,12 @@ TEST(LedgerContention, NoInterleavingAdmitsPastTheCapAndNothingLeaks) {
               shared->max_held.load(), static_cast<unsigned long long>(max_used / kMiB),
               static_cast<long long>(samples));
 }
+
+std::string ShapeName(const ::testing::TestParamInfo<Shape>& shape) {
+  return std::to_string(shape.param.processes) + "x" + std::to_string(shape.param.threads_per_process);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LedgerContention, ::testing::Values(Shape{8, 4}, Shape{2, 16}), ShapeName);
 
 }  // namespace
 }  // namespace fgpu::slice

@@ -7,8 +7,9 @@
 //   Settle neither; ReapDead makes syscalls (kill, /proc) but allocates nothing, so it is
 //   safe in a pthread_atfork child handler.
 // - One slot has one operator at a time: its owner (CLAIMING, LIVE) or its reaper (REAPING).
-//   Apply and Settle on slot s must only be called by that operator, and by one thread of it
-//   at a time (the Ledger serialises its threads per device). Help may be called by anyone.
+//   Apply and Settle on slot s must only be called by that operator. Apply on (s, device,
+//   lane) by one thread of it at a time (the Ledger gives each thread an idle lane); Settle
+//   while no Apply on s runs. Help may be called by anyone.
 // - Nothing here trusts the ledger's contents: slot indexes, states and amounts read from
 //   the mapping are range-checked, so a corrupted ledger can produce wrong numbers for its own
 //   slice but never an out-of-bounds access or a hang.
@@ -46,24 +47,45 @@ class LedgerProtocol {
     return __atomic_load_n(&limits_device(device)->memory_cap, __ATOMIC_ACQUIRE);
   }
   uint64_t Used(int device) const { return Load128(device_word(device)).low; }
-  uint64_t Charged(int slot, int device) const { return Load128(&slot_device(slot, device)->charged).low; }
+  // One lane's charge, signed.
+  int64_t LaneCharge(int slot, int device, int lane) const {
+    return static_cast<int64_t>(Load128(&slot_device(slot, device, lane)->charged).low);
+  }
+  // The slot's charge: the sum of its lanes, as one snapshot when the lanes hold still long
+  // enough to be read twice alike (else the last sum read). Plain 64-bit loads, no write to
+  // the cache lines. Signed: negative only after a double release (or corruption).
+  // `lanes`, if given, receives the kLanes charges the sum was taken over.
+  int64_t SlotCharge(int slot, int device, int64_t* lanes = nullptr) const;
+  // One pass of the same loads, no snapshot: a sum that may be off by ops completing during
+  // the pass. `lanes` as above.
+  int64_t SlotChargeOnePass(int slot, int device, int64_t* lanes = nullptr) const;
+  // Bit k set when lane k's charge reads negative (one pass of plain loads: a hint, no snapshot).
+  uint32_t NegativeLanes(int slot, int device) const;
+  // SlotCharge clamped at 0.
+  uint64_t Charged(int slot, int device) const {
+    const int64_t charge = SlotCharge(slot, device);
+    return charge > 0 ? static_cast<uint64_t>(charge) : 0;
+  }
   SlotIdentity Identity(int slot) const;
   uint32_t Generation(int slot) const {
     return __atomic_load_n(&slot_header(slot)->generation, __ATOMIC_RELAXED);
   }
 
-  // One op by (or on behalf of) `slot` on `device`: adds `delta` (two's complement) to the
-  // device total and the slot's charge, atomically with respect to every other op. With
-  // `check_cap`, a positive delta is refused (false, nothing changed) when it would take the
-  // total past the cap. A negative delta is clamped so the total never underflows.
-  bool Apply(int slot, int device, int64_t delta, bool check_cap);
+  // One op by (or on behalf of) `slot` on `device`, journaled and committed on `lane`: adds
+  // `delta` (two's complement) to the device total and the lane's charge, atomically with
+  // respect to every other op. With `check_cap`, a positive delta is refused (false, nothing
+  // changed) when it would take the total past the cap. A negative delta is clamped so the
+  // total never underflows.
+  bool Apply(int slot, int lane, int device, int64_t delta, bool check_cap);
 
   // Commits the op `last` (PackOp) if it is still pending. Idempotent.
   void Help(int device, uint64_t last);
 
   // For the slot's operator: completes any op of the slot that reached the device word and
-  // releases everything the slot still holds, leaving charged == 0 on every device.
-  // `reaping` only selects the crash points.
+  // zeroes every lane, leaving charged == 0 on every lane of every device: per device, first
+  // the negative lanes (credits, which raise the total), then the positive ones, so the
+  // device total never dips below what the other processes hold (docs/slice-format.md,
+  // "Settle order"). `reaping` only selects the crash points.
   void Settle(int slot, bool reaping);
 
   // Claims a FREE slot for `self` (CLAIMING → settled → LIVE). -1 when none is free.
@@ -88,10 +110,9 @@ class LedgerProtocol {
     return reinterpret_cast<layout::SlotHeader*>(ledger_ + layout::SlotsOffset(device_count_) +
                                                  static_cast<size_t>(slot) * layout::SlotSize(device_count_));
   }
-  layout::SlotDevice* slot_device(int slot, int device) const {
+  layout::SlotDevice* slot_device(int slot, int device, int lane) const {
     return reinterpret_cast<layout::SlotDevice*>(reinterpret_cast<char*>(slot_header(slot)) +
-                                                 sizeof(layout::SlotHeader) +
-                                                 static_cast<size_t>(device) * sizeof(layout::SlotDevice));
+                                                 layout::SlotDeviceOffset(device, lane));
   }
   const layout::LimitsDevice* limits_device(int device) const {
     return reinterpret_cast<const layout::LimitsDevice*>(limits_ + sizeof(layout::LimitsHeader)) + device;

@@ -1,14 +1,20 @@
 // The Ledger and SliceAdmin in one or a few processes: admission at the cap, release,
 // live resize, slots across fork and exec, and reaping of dead, reused and corrupt slots.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "core/units.h"
+#include "slice/compute_spec.h"
 #include "slice/layout.h"
 #include "slice/process_liveness.h"
+#include "slice/test_crash.h"
 #include "slice/test_support.h"
 
 namespace fgpu::slice {
@@ -47,10 +53,9 @@ class LedgerTest : public ::testing::Test {
     return ledger.ok() ? *ledger : nullptr;
   }
   std::string LedgerPath() const { return scratch_.slice() + "/ledger"; }
-  size_t ChargedOffset(int slot, int device, uint32_t device_count) const {
+  size_t ChargedOffset(int slot, int device, int lane, uint32_t device_count) const {
     return layout::SlotsOffset(device_count) + static_cast<size_t>(slot) * layout::SlotSize(device_count) +
-           sizeof(layout::SlotHeader) + static_cast<size_t>(device) * sizeof(layout::SlotDevice) +
-           offsetof(layout::SlotDevice, charged);
+           layout::SlotDeviceOffset(device, lane) + offsetof(layout::SlotDevice, charged);
   }
   // A process that is certainly alive for the whole test, and is not this one.
   static ProcessUsage LiveStranger() {
@@ -254,10 +259,13 @@ TEST_F(LedgerTest, CorruptSlotsAreTreatedAsDead) {
   Result<int> negative_pid = admin_->TEST_PlantProcess(-5, 1, {100 * kMiB});
   Result<int> huge_charge = admin_->TEST_PlantProcess(stranger.pid, stranger.start_time, {100 * kMiB});
   Result<int> bad_state = admin_->TEST_PlantProcess(stranger.pid, stranger.start_time, {100 * kMiB});
-  ASSERT_TRUE(negative_pid.ok() && huge_charge.ok() && bad_state.ok());
-  testing::Poke<uint64_t>(LedgerPath(), ChargedOffset(*huge_charge, 0, 1), uint64_t{1} << 60);
+  Result<int> huge_credit = admin_->TEST_PlantProcess(stranger.pid, stranger.start_time, {0});
+  ASSERT_TRUE(negative_pid.ok() && huge_charge.ok() && bad_state.ok() && huge_credit.ok());
+  testing::Poke<uint64_t>(LedgerPath(), ChargedOffset(*huge_charge, 0, 0, 1), uint64_t{1} << 60);
   testing::Poke<uint32_t>(LedgerPath(), layout::SlotsOffset(1) + *bad_state * layout::SlotSize(1), 9);
-  EXPECT_EQ(admin_->ReapDeadProcesses(), 3);
+  // A lane below -1 PiB is as corrupt as one above +1 PiB; crediting it would lock the slice out.
+  testing::Poke<int64_t>(LedgerPath(), ChargedOffset(*huge_credit, 0, 5, 1), -(int64_t{1} << 60));
+  EXPECT_EQ(admin_->ReapDeadProcesses(), 4);
   EXPECT_EQ(admin_->Usage().used[0], 0u);  // the garbage charge was clamped, never wrapped
   EXPECT_EQ(admin_->TEST_TotalSlotCharges(0), 0u);
   Ledger* ledger = Attach();
@@ -271,7 +279,7 @@ TEST_F(LedgerTest, AGarbageLastOpIsIgnored) {
   ASSERT_NE(ledger, nullptr);
   ASSERT_TRUE(ledger->Reserve(0, kMiB));
   testing::Poke<uint64_t>(LedgerPath(), sizeof(layout::LedgerHeader) + offsetof(layout::DeviceWord, last),
-                          0xffffffffffffffffull);  // names slot 4094
+                          0xffffffffffffffffull);  // names slot 510, lane 7
   EXPECT_TRUE(ledger->Reserve(0, kMiB));
   ledger->Release(0, 2 * kMiB);
   EXPECT_EQ(ledger->Used(0), 0u);
@@ -320,6 +328,244 @@ TEST_F(LedgerTest, ATruncatedLedgerDoesNotCrashTheAdmin) {
   EXPECT_TRUE(usage.used.empty());
   EXPECT_EQ(usage.caps.size(), 1u);
   EXPECT_EQ(admin_->ReapDeadProcesses(), 0);
+}
+
+// ---- compute fields ----------------------------------------------------------------------------
+
+TEST_F(LedgerTest, ComputeFieldsRoundTripAndChangeLive) {
+  SliceSpec spec = TwoDeviceSpec(kGiB, kGiB);
+  spec.devices[0].compute_share = 30;
+  spec.devices[0].compute_mode = ComputeMode::kCap;
+  spec.devices[0].tier = Tier::kLatency;
+  // Device 1 keeps the defaults: 50 (TwoDeviceSpec), share, standard.
+  Create(spec);
+  Result<SliceAdmin> reopened = SliceAdmin::Open(scratch_.slice());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().message();
+  const DeviceLimit& d0 = reopened->spec().devices[0];
+  const DeviceLimit& d1 = reopened->spec().devices[1];
+  EXPECT_EQ(d0.compute_share, 30u);
+  EXPECT_EQ(d0.compute_mode, ComputeMode::kCap);
+  EXPECT_EQ(d0.tier, Tier::kLatency);
+  EXPECT_EQ(d1.compute_share, 50u);
+  EXPECT_EQ(d1.compute_mode, ComputeMode::kShare);
+  EXPECT_EQ(d1.tier, Tier::kStandard);
+
+  Ledger* ledger = Attach();
+  ASSERT_NE(ledger, nullptr);
+  EXPECT_EQ(ledger->ComputeShare(0), 30u);
+  EXPECT_EQ(ledger->GetComputeMode(0), ComputeMode::kCap);
+  EXPECT_EQ(ledger->GetTier(0), Tier::kLatency);
+  EXPECT_EQ(ledger->ComputeShare(1), 50u);
+  EXPECT_EQ(ledger->GetComputeMode(1), ComputeMode::kShare);
+  EXPECT_EQ(ledger->GetTier(1), Tier::kStandard);
+  // Outside the slice: the strictest values.
+  EXPECT_EQ(ledger->ComputeShare(2), 0u);
+  EXPECT_EQ(ledger->GetComputeMode(-1), ComputeMode::kCap);
+  EXPECT_EQ(ledger->GetTier(16), Tier::kBatch);
+
+  // A live change is seen by the attached ledger at once, with a new generation.
+  const uint64_t generation = ledger->LimitsGeneration();
+  ASSERT_TRUE(admin_->SetCompute(1, 75, ComputeMode::kCap, Tier::kBatch).ok());
+  EXPECT_GT(ledger->LimitsGeneration(), generation);
+  EXPECT_EQ(ledger->ComputeShare(1), 75u);
+  EXPECT_EQ(ledger->GetComputeMode(1), ComputeMode::kCap);
+  EXPECT_EQ(ledger->GetTier(1), Tier::kBatch);
+  EXPECT_EQ(ledger->ComputeShare(0), 30u);  // the other device is untouched
+  EXPECT_EQ(ledger->GetTier(0), Tier::kLatency);
+  EXPECT_EQ(admin_->spec().devices[1].compute_share, 75u);
+  EXPECT_EQ(SliceAdmin::Open(scratch_.slice())->spec().devices[1].tier, Tier::kBatch);
+  ASSERT_TRUE(admin_->SetCompute(1, 100, ComputeMode::kShare, Tier::kLatency).ok());
+  EXPECT_EQ(ledger->ComputeShare(1), 100u);
+  EXPECT_EQ(ledger->GetComputeMode(1), ComputeMode::kShare);
+  EXPECT_EQ(ledger->GetTier(1), Tier::kLatency);
+
+  // Bad values change nothing.
+  const uint64_t before_bad = ledger->LimitsGeneration();
+  EXPECT_EQ(admin_->SetCompute(1, 0, ComputeMode::kCap, Tier::kBatch).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(admin_->SetCompute(1, 101, ComputeMode::kCap, Tier::kBatch).code(), StatusCode::kInvalidArgument);
+  const Status bad_mode = admin_->SetCompute(1, 10, static_cast<ComputeMode>(2), Tier::kBatch);
+  EXPECT_EQ(bad_mode.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_mode.message().find("compute mode"), std::string::npos) << bad_mode.message();
+  const Status bad_tier = admin_->SetCompute(1, 10, ComputeMode::kCap, static_cast<Tier>(3));
+  EXPECT_EQ(bad_tier.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_tier.message().find("tier"), std::string::npos) << bad_tier.message();
+  EXPECT_EQ(admin_->SetCompute(2, 10, ComputeMode::kCap, Tier::kBatch).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ledger->LimitsGeneration(), before_bad);
+  EXPECT_EQ(ledger->ComputeShare(1), 100u);
+  EXPECT_EQ(ledger->GetComputeMode(1), ComputeMode::kShare);
+  EXPECT_EQ(ledger->GetTier(1), Tier::kLatency);
+}
+
+TEST_F(LedgerTest, ComputeFieldsEditedUnderARunningWorkloadReadAsTheStrictest) {
+  Create(OneDeviceSpec(kGiB));
+  Ledger* ledger = Attach();
+  ASSERT_NE(ledger, nullptr);
+  const std::string limits = scratch_.slice() + "/limits";
+  const size_t device0 = sizeof(layout::LimitsHeader);
+  testing::Poke<uint32_t>(limits, device0 + offsetof(layout::LimitsDevice, compute_share), 250);
+  testing::Poke<uint32_t>(limits, device0 + offsetof(layout::LimitsDevice, compute_mode),
+                          layout::PackComputeWord(9, 9, 0));
+  EXPECT_EQ(ledger->ComputeShare(0), 100u);
+  EXPECT_EQ(ledger->GetComputeMode(0), ComputeMode::kCap);
+  EXPECT_EQ(ledger->GetTier(0), Tier::kBatch);
+}
+
+// ---- lanes -----------------------------------------------------------------------------------
+
+// Polls `done` for up to `limit`: a hang shows as false, not as a stuck test.
+bool WaitFor(const std::atomic<bool>& done, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done.load();
+}
+
+TEST_F(LedgerTest, AThreadStoppedInsideAnOpDoesNotBlockTheOtherThreadsOfItsProcess) {
+  Create(OneDeviceSpec(kGiB));
+  Ledger* ledger = Attach();
+  ASSERT_NE(ledger, nullptr);
+  // Thread A stops between its device CAS and its commit: its op is published in the device
+  // word, its lane is held and its charge not yet committed.
+  ASSERT_TRUE(ledger->TEST_PauseAt("after-device-cas"));
+  std::atomic<bool> a_done{false};
+  std::thread a([&] {
+    EXPECT_TRUE(ledger->Reserve(0, 100 * kMiB));
+    a_done.store(true);
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!ledger->TEST_IsPaused() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  ASSERT_TRUE(ledger->TEST_IsPaused()) << "thread A never reached after-device-cas";
+  EXPECT_EQ(ledger->Used(0), 100 * kMiB);  // published...
+  EXPECT_FALSE(a_done.load());            // ...and still inside the op
+
+  // Thread B, same process, same device: reserves (committing A's op on the way, as any op
+  // that overwrites the device word does), releases, and returns, all while A is stopped.
+  std::atomic<bool> b_done{false};
+  std::atomic<bool> b_admitted{false};
+  std::thread b([&] {
+    bool ok = ledger->Reserve(0, 200 * kMiB);
+    ledger->Release(0, 200 * kMiB);
+    ok = ok && ledger->Reserve(0, 924 * kMiB);  // with A's 100 MiB: the cap exactly
+    ok = ok && !ledger->Reserve(0, 1);          // A's op counts against the cap
+    ledger->Release(0, 924 * kMiB);
+    b_admitted.store(ok);
+    b_done.store(true);
+  });
+  const bool b_finished = WaitFor(b_done, std::chrono::seconds(20));
+  EXPECT_TRUE(b_finished) << "thread B waited for the stopped thread A";
+  EXPECT_TRUE(ledger->TEST_IsPaused());  // A was stopped all along
+  if (b_finished) {
+    EXPECT_TRUE(b_admitted.load());
+    EXPECT_EQ(ledger->Used(0), 100 * kMiB);
+    EXPECT_EQ(ledger->ChargedByThisProcess(0), 100 * kMiB);  // A's op, committed by B
+  }
+  ledger->TEST_ResumePaused();
+  b.join();
+  a.join();
+  EXPECT_TRUE(a_done.load());
+  EXPECT_EQ(ledger->Used(0), 100 * kMiB);
+  EXPECT_EQ(ledger->ChargedByThisProcess(0), 100 * kMiB);
+  ledger->Release(0, 100 * kMiB);
+  EXPECT_EQ(ledger->Used(0), 0u);
+  EXPECT_EQ(admin_->TEST_TotalSlotCharges(0), 0u);
+}
+
+TEST_F(LedgerTest, MemoryReservedOnOneLaneIsReleasedOnAnother) {
+  Create(OneDeviceSpec(kGiB));
+  Ledger* ledger = Attach();
+  ASSERT_NE(ledger, nullptr);
+  ASSERT_TRUE(ledger->TEST_ReserveOnLane(0, 0, 300 * kMiB));
+  ledger->TEST_ReleaseOnLane(0, 3, 100 * kMiB);
+  EXPECT_EQ(ledger->TEST_LaneCharge(0, 0), int64_t{300} * int64_t{kMiB});
+  EXPECT_EQ(ledger->TEST_LaneCharge(0, 3), -int64_t{100} * int64_t{kMiB});  // signed
+  EXPECT_EQ(ledger->ChargedByThisProcess(0), 200 * kMiB);
+  EXPECT_EQ(ledger->Used(0), 200 * kMiB);
+  ASSERT_EQ(admin_->Usage().processes.size(), 1u);
+  EXPECT_EQ(admin_->Usage().processes[0].charged, std::vector<uint64_t>{200 * kMiB});
+  // The release clamp is over the slot's lanes together: at most the 200 MiB still held.
+  ledger->TEST_ReleaseOnLane(0, 5, kGiB);
+  EXPECT_EQ(ledger->TEST_LaneCharge(0, 5), -int64_t{200} * int64_t{kMiB});
+  EXPECT_EQ(ledger->ChargedByThisProcess(0), 0u);
+  EXPECT_EQ(ledger->Used(0), 0u);
+  ledger->Release(0, kMiB);  // nothing held: a no-op
+  EXPECT_EQ(ledger->Used(0), 0u);
+  EXPECT_EQ(admin_->TEST_TotalSlotCharges(0), 0u);
+  EXPECT_TRUE(ledger->Reserve(0, kGiB));  // the whole cap, wherever it lands
+  EXPECT_FALSE(ledger->TEST_ReserveOnLane(0, 8, 1));  // no such lane
+}
+
+TEST_F(LedgerTest, AKilledProcessWithNegativeLanesIsReapedToZero) {
+  Create(TwoDeviceSpec(kGiB, kGiB));
+  Ledger* ledger = Attach();
+  ASSERT_NE(ledger, nullptr);
+  ASSERT_TRUE(ledger->Reserve(0, 64 * kMiB));  // this process's own, which must survive the reap
+  const uint64_t before0 = ledger->Used(0);
+  const uint64_t before1 = ledger->Used(1);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ForkChild([&] {
+    // Reserve on lanes 0 and 1, release across: lanes 2, 4 and 7 go negative.
+    if (!ledger->TEST_ReserveOnLane(0, 0, 500 * kMiB)) return 1;
+    if (!ledger->TEST_ReserveOnLane(0, 1, 200 * kMiB)) return 2;
+    ledger->TEST_ReleaseOnLane(0, 2, 300 * kMiB);
+    ledger->TEST_ReleaseOnLane(0, 7, 150 * kMiB);
+    if (!ledger->TEST_ReserveOnLane(1, 6, 100 * kMiB)) return 3;
+    ledger->TEST_ReleaseOnLane(1, 4, 100 * kMiB);  // device 1: +100 and -100
+    if (ledger->TEST_LaneCharge(0, 2) >= 0 || ledger->ChargedByThisProcess(0) != 250 * kMiB) return 4;
+    const char byte = 1;
+    if (::write(ready[1], &byte, 1) != 1) return 5;
+    for (;;) ::pause();  // until SIGKILL
+  });
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  EXPECT_EQ(ledger->Used(0), before0 + 250 * kMiB);
+  EXPECT_EQ(ledger->Used(1), before1);
+  ::kill(child, SIGKILL);
+  EXPECT_EQ(WaitChild(child), 128 + SIGKILL);
+  EXPECT_EQ(admin_->ReapDeadProcesses(), 1);
+  EXPECT_EQ(ledger->Used(0), before0);
+  EXPECT_EQ(ledger->Used(1), before1);
+  EXPECT_EQ(admin_->TEST_TotalSlotCharges(0), 64 * kMiB);
+  EXPECT_EQ(admin_->TEST_TotalSlotCharges(1), 0u);
+  EXPECT_EQ(ledger->ChargedByThisProcess(0), 64 * kMiB);
+}
+
+TEST_F(LedgerTest, SettleCreditsNegativeLanesFirstSoTheTotalNeverDipsBelowTheOthers) {
+  Create(TwoDeviceSpec(kGiB, kGiB));
+  // The others' true usage: 500 MiB held by a live process. (This process does not attach, so
+  // that the children below attach afresh and read the crash plan from the environment.)
+  const ProcessUsage stranger = LiveStranger();
+  ASSERT_TRUE(admin_->TEST_PlantProcess(stranger.pid, stranger.start_time, {500 * kMiB, 0}).ok());
+  // A process that holds 200 MiB as +300 MiB (lane 1) and -100 MiB (lane 6), then dies.
+  const pid_t victim = ForkChild([&] {
+    Result<Ledger*> ledger = Ledger::Attach(scratch_.slice().c_str());
+    if (!ledger.ok() || !(*ledger)->TEST_ReserveOnLane(0, 1, 300 * kMiB)) return 1;
+    (*ledger)->TEST_ReleaseOnLane(0, 6, 100 * kMiB);
+    return (*ledger)->TEST_LaneCharge(0, 6) == -int64_t{100} * int64_t{kMiB} ? 0 : 2;
+  });
+  ASSERT_EQ(WaitChild(victim), 0);
+  EXPECT_EQ(admin_->Usage().used[0], 700 * kMiB);
+
+  // A reaper (attaching reaps) that dies right after its first settle op on device 0. Credits
+  // go first, so that op is lane 6's +100 MiB: the total rises to 800 MiB. Had the +300 MiB
+  // lane gone first, the total would read 400 MiB, below the 500 MiB the others hold, and a
+  // Reserve racing the reap could have been admitted past the cap.
+  const pid_t reaper = ForkChild([&] {
+    ::setenv(kCrashEnv, "after-reap-op:1", 1);
+    return Ledger::Attach(scratch_.slice().c_str()).ok() ? 0 : 1;
+  });
+  ASSERT_EQ(WaitChild(reaper), 128 + SIGKILL) << "the reaper did not die at after-reap-op";
+  EXPECT_EQ(admin_->Usage().used[0], 800 * kMiB);
+
+  // The next reaper takes over the abandoned REAPING slot and finishes, in the same order.
+  EXPECT_EQ(admin_->ReapDeadProcesses(), 1);
+  const UsageSnapshot usage = admin_->Usage();
+  EXPECT_EQ(usage.used[0], 500 * kMiB);
+  EXPECT_EQ(usage.used[1], 0u);
+  EXPECT_EQ(admin_->TEST_TotalSlotCharges(0), 500 * kMiB);
+  ASSERT_EQ(usage.processes.size(), 1u);
+  EXPECT_EQ(usage.processes[0].pid, stranger.pid);
 }
 
 }  // namespace

@@ -3,12 +3,12 @@
 // On disk / in shared memory a slice is a directory with two files:
 //   limits  — written only by the slice's creator (the agent, or `fgpu run` standalone), mode
 //             0644; the workload maps it read-only. Holds the slice id and, per device (by UUID),
-//             the memory cap and compute share. Caps are single 64-bit words read atomically on
-//             every operation, so they can change while the workload runs.
+//             the memory cap and the compute share, mode and tier. Each is an aligned word read
+//             atomically on every operation, so it can change while the workload runs.
 //   ledger  — written by the workload's processes through the hook (mode 0666 when the creator
 //             is another user). Holds per device the bytes charged, and one slot per process
 //             (pid + start time, so PID reuse cannot keep a dead process's charge alive) with its
-//             own charges.
+//             own charges, split over kLanes lanes so that its threads do not serialise on a lock.
 // Both files start with a magic and a format version (docs/slice-format.md); a file of another
 // version, a truncated or garbage file is refused with a clear Status, never reinterpreted.
 //
@@ -16,12 +16,18 @@
 // killed at any instruction cannot make another wait, and its charges — including one caught
 // between "device counter updated" and "own slot updated" — are fully recovered by whoever
 // reaps it (the next process of the slice that attaches or runs out of memory, or the agent).
-// The protocol (docs/slice-format.md): a per-device 128-bit word {used, last op = (slot, seq)}
-// updated by one CAS, a per-slot journal {bytes, seq} written before that CAS, and a per-slot
-// 128-bit {charged, committed seq} that the owner or any helper completes idempotently.
+// The protocol (docs/slice-format.md, version 2): a per-device 128-bit word {used, last op =
+// (slot, lane, seq)} updated by one CAS, a per-lane journal {bytes, seq} written before that
+// CAS, and a per-lane 128-bit {charged (signed), committed seq} that the owner or any helper
+// completes idempotently. A thread runs its op on an idle lane of its process's slot, picked
+// with a non-blocking try, so threads of one process do not serialise on a lock either.
 //
 // Thread-safety: everything may be called from any thread of any process. The Ledger's
-// Reserve/Release/Cap/Used make no syscall, take no lock and allocate nothing.
+// Reserve/Release/Cap/Used make no syscall, take no lock and allocate nothing. A thread stopped
+// inside an op holds one lane only, so it never makes the other threads of its process wait; a
+// thread retries (spins, then yields) only while every lane of the device is held at the moment
+// it looks, i.e. more than kLanes threads of its process are in ledger ops on that device at once
+// (docs/slice-format.md, "Lanes").
 #pragma once
 
 #include <cstdint>
@@ -32,16 +38,25 @@
 
 namespace fgpu::slice {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcesses = 256;
+inline constexpr int kLanes = 8;  // per slot and device: threads of a process that can run ops at once
 inline constexpr size_t kUuidBytes = 48;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL, padded
 inline constexpr size_t kIdBytes = 64;
+
+// How a compute share is enforced (by a later issue): kCap = never more than the share, even on
+// an idle device; kShare = at least the share under contention, idle time may be borrowed.
+enum class ComputeMode : uint8_t { kCap = 0, kShare = 1 };
+// Scheduling priority of the slice: a higher number is a higher priority.
+enum class Tier : uint8_t { kBatch = 0, kStandard = 1, kLatency = 2 };
 
 struct DeviceLimit {
   std::string uuid;              // NVML form, "GPU-..." (the one index space; ordinals are translated at the edges)
   uint64_t memory_cap = 0;       // bytes
-  uint32_t compute_share = 100;  // percent of the device (enforced by a later issue)
+  uint32_t compute_share = 100;  // percent of the device, 1..100 (enforced by a later issue)
+  ComputeMode compute_mode = ComputeMode::kShare;
+  Tier tier = Tier::kStandard;
 };
 
 struct SliceSpec {
@@ -76,6 +91,11 @@ class SliceAdmin {
   const SliceSpec& spec() const;
   // Live resize: shrinking below usage makes new reservations fail; existing charges stay.
   Status SetMemoryCap(int device, uint64_t cap);
+  // Live change of the compute fields: share 1..100, a known mode and tier, else
+  // InvalidArgument (nothing changed). Two atomic stores (share, then mode|tier), then a
+  // generation bump: a reader that needs share and mode|tier as one pair re-reads on a
+  // generation change.
+  Status SetCompute(int device, uint32_t share, ComputeMode mode, Tier tier);
   UsageSnapshot Usage() const;
   // Releases the charges of dead processes. Returns how many were reaped.
   int ReapDeadProcesses();
@@ -87,7 +107,8 @@ class SliceAdmin {
   // through the protocol (no cap check). Returns the slot index. Lets tests plant a process
   // whose pid is alive but whose start time is wrong (PID reuse).
   Result<int> TEST_PlantProcess(int32_t pid, uint64_t start_time, const std::vector<uint64_t>& charged);
-  // Sum of every slot's charge on `device`, FREE slots included.
+  // Sum of every slot's charge (all lanes, signed) on `device`, FREE slots included. Not
+  // clamped: a negative total shows as a huge number, so a test cannot mistake it for 0.
   uint64_t TEST_TotalSlotCharges(int device) const;
 
  private:
@@ -114,7 +135,15 @@ class Ledger {
 
   uint64_t Cap(int device) const;   // current cap (one atomic load)
   uint64_t Used(int device) const;  // bytes charged by all processes of the slice
+  // The sum of this process's lanes (a snapshot; 0 if it is negative, which only a double
+  // release can cause).
   uint64_t ChargedByThisProcess(int device) const;
+  // The compute fields, one atomic load each. Out-of-range values (a limits file edited under
+  // a running workload) read as the strictest: share clamped to 1..100, mode kCap, tier kBatch.
+  // A device outside the slice: 0, kCap, kBatch.
+  uint32_t ComputeShare(int device) const;
+  ComputeMode GetComputeMode(int device) const;
+  Tier GetTier(int device) const;
 
   // Charges `bytes` if used + bytes <= cap, atomically with respect to every other process and
   // thread: no interleaving can admit past the cap. On refusal, reaps dead processes (slow path:
@@ -128,6 +157,19 @@ class Ledger {
 
   // ---- Extra methods (for testing) ----
   int TEST_slot() const;  // this process's slot index, -1 when it has none
+  // Reserve / Release on a given lane (0..kLanes-1) instead of an idle one: waits while another
+  // thread of this process uses that lane. Lets tests put charges on chosen lanes (a reserve
+  // on one lane released on another leaves a negative lane).
+  bool TEST_ReserveOnLane(int device, int lane, uint64_t bytes);
+  void TEST_ReleaseOnLane(int device, int lane, uint64_t bytes);
+  // Signed charge of this process's `lane` on `device`.
+  int64_t TEST_LaneCharge(int device, int lane) const;
+  // The next thread of this process that reaches the protocol step named `step` (a name of
+  // kCrashStepNames in test_crash.h, e.g. "after-device-cas") stops there until
+  // TEST_ResumePaused(); every other thread passes. False for an unknown name.
+  bool TEST_PauseAt(const char* step);
+  bool TEST_IsPaused() const;  // a thread is stopped at the armed step
+  void TEST_ResumePaused();
 
  private:
   Ledger() = default;

@@ -95,6 +95,33 @@ Status SliceAdmin::SetMemoryCap(int device, uint64_t cap) {
   return Status::Ok();
 }
 
+Status SliceAdmin::SetCompute(int device, uint32_t share, ComputeMode mode, Tier tier) {
+  const int count = static_cast<int>(impl_->spec.devices.size());
+  if (device < 0 || device >= count) {
+    return Status::InvalidArgument("device " + std::to_string(device) + " is not in slice " + impl_->spec.id +
+                                   " (it has " + std::to_string(count) + ")");
+  }
+  if (Status status = ValidateCompute(share, mode, tier); !status.ok()) return status;
+  auto* header = reinterpret_cast<layout::LimitsHeader*>(impl_->limits.base());
+  auto* devices =
+      reinterpret_cast<layout::LimitsDevice*>(impl_->limits.base() + sizeof(layout::LimitsHeader));
+  layout::AliasedU32* compute = layout::ComputeWord(&devices[device]);
+  // Two aligned 32-bit stores, then the generation: each field is read whole, and whoever sees
+  // the new generation sees both. Only the admin writes limits, so keeping the reserved bits
+  // needs no CAS.
+  const uint16_t reserved = layout::ComputeWordReserved(__atomic_load_n(compute, __ATOMIC_RELAXED));
+  __atomic_store_n(&devices[device].compute_share, share, __ATOMIC_RELEASE);
+  __atomic_store_n(compute,
+                   layout::PackComputeWord(static_cast<uint8_t>(mode), static_cast<uint8_t>(tier), reserved),
+                   __ATOMIC_RELEASE);
+  __atomic_fetch_add(&header->generation, 1, __ATOMIC_ACQ_REL);
+  DeviceLimit& limit = impl_->spec.devices[device];
+  limit.compute_share = share;
+  limit.compute_mode = mode;
+  limit.tier = tier;
+  return Status::Ok();
+}
+
 UsageSnapshot SliceAdmin::Usage() const {
   UsageSnapshot snapshot;
   const int count = static_cast<int>(impl_->spec.devices.size());
@@ -141,15 +168,16 @@ Result<int> SliceAdmin::TEST_PlantProcess(int32_t pid, uint64_t start_time,
   if (slot < 0) return Status::ResourceExhausted("no free slot");
   for (size_t device = 0; device < charged.size() && device < impl_->spec.devices.size(); ++device) {
     if (charged[device] == 0) continue;
-    impl_->protocol.Apply(slot, static_cast<int>(device), static_cast<int64_t>(charged[device]),
+    impl_->protocol.Apply(slot, /*lane=*/0, static_cast<int>(device), static_cast<int64_t>(charged[device]),
                           /*check_cap=*/false);
   }
   return slot;
 }
 
 uint64_t SliceAdmin::TEST_TotalSlotCharges(int device) const {
-  uint64_t total = 0;
-  for (int slot = 0; slot < kMaxProcesses; ++slot) total += impl_->protocol.Charged(slot, device);
+  uint64_t total = 0;  // two's complement: negative lanes count
+  for (int slot = 0; slot < kMaxProcesses; ++slot)
+    total += static_cast<uint64_t>(impl_->protocol.SlotCharge(slot, device));
   return total;
 }
 

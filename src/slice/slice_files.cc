@@ -85,6 +85,9 @@ std::vector<char> BuildLimits(const SliceSpec& spec) {
     std::memcpy(devices[i].uuid, limit.uuid.data(), limit.uuid.size());
     devices[i].memory_cap = limit.memory_cap;
     devices[i].compute_share = limit.compute_share;
+    devices[i].compute_mode = static_cast<uint8_t>(limit.compute_mode);
+    devices[i].tier = static_cast<uint8_t>(limit.tier);
+    devices[i].reserved = 0;
   }
   return bytes;
 }
@@ -192,6 +195,20 @@ bool MappedFile::StillWhole() const {
   return ::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) >= size_;
 }
 
+Status ValidateCompute(uint32_t share, ComputeMode mode, Tier tier) {
+  if (share == 0 || share > 100)
+    return Status::InvalidArgument("compute share must be 1..100, got " + std::to_string(share));
+  if (static_cast<uint8_t>(mode) > layout::kMaxComputeMode) {
+    return Status::InvalidArgument("compute mode must be cap (0) or share (1), got " +
+                                   std::to_string(static_cast<unsigned>(mode)));
+  }
+  if (static_cast<uint8_t>(tier) > layout::kMaxTier) {
+    return Status::InvalidArgument("tier must be batch (0), standard (1) or latency (2), got " +
+                                   std::to_string(static_cast<unsigned>(tier)));
+  }
+  return Status::Ok();
+}
+
 Status ValidateSpec(const SliceSpec& spec) {
   if (spec.id.empty() || spec.id.size() >= kIdBytes) {
     return Status::InvalidArgument("slice id must be 1.." + std::to_string(kIdBytes - 1) +
@@ -225,10 +242,8 @@ Status ValidateSpec(const SliceSpec& spec) {
       return Status::InvalidArgument(where + "memory cap must be 1 byte..1 PiB, got " +
                                      std::to_string(device.memory_cap));
     }
-    if (device.compute_share == 0 || device.compute_share > 100) {
-      return Status::InvalidArgument(where + "compute share must be 1..100, got " +
-                                     std::to_string(device.compute_share));
-    }
+    if (Status status = ValidateCompute(device.compute_share, device.compute_mode, device.tier); !status.ok())
+      return Status::InvalidArgument(where + status.message());
   }
   return Status::Ok();
 }
@@ -283,6 +298,15 @@ Result<MappedFile> MapLimits(const std::string& path, bool writable, bool keep_f
     const uint32_t share = __atomic_load_n(&devices[i].compute_share, __ATOMIC_ACQUIRE);
     if (share == 0 || share > 100)
       return Status::Corrupt(where + "compute share " + std::to_string(share) + " outside 1..100");
+    const uint32_t compute = __atomic_load_n(layout::ComputeWord(&devices[i]), __ATOMIC_ACQUIRE);
+    if (layout::ComputeWordMode(compute) > layout::kMaxComputeMode) {
+      return Status::Corrupt(where + "compute mode " + std::to_string(layout::ComputeWordMode(compute)) +
+                             " outside 0..1 (cap, share)");
+    }
+    if (layout::ComputeWordTier(compute) > layout::kMaxTier) {
+      return Status::Corrupt(where + "tier " + std::to_string(layout::ComputeWordTier(compute)) +
+                             " outside 0..2 (batch, standard, latency)");
+    }
   }
   return mapped;
 }
@@ -328,6 +352,10 @@ SliceSpec SpecFromLimits(const MappedFile& limits) {
     device.uuid = devices[i].uuid;
     device.memory_cap = __atomic_load_n(&devices[i].memory_cap, __ATOMIC_ACQUIRE);
     device.compute_share = __atomic_load_n(&devices[i].compute_share, __ATOMIC_ACQUIRE);
+    // Validated when mapped; written since only by SetCompute, which validates too.
+    const uint32_t compute = __atomic_load_n(layout::ComputeWord(&devices[i]), __ATOMIC_ACQUIRE);
+    device.compute_mode = static_cast<ComputeMode>(layout::ComputeWordMode(compute));
+    device.tier = static_cast<Tier>(layout::ComputeWordTier(compute));
     spec.devices.push_back(std::move(device));
   }
   return spec;

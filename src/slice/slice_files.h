@@ -1,7 +1,8 @@
 // Creating, validating and mapping a slice's two files.
 //
 // Contract
-// - ValidateSpec: InvalidArgument naming the first problem (id, device count, uuid, cap).
+// - ValidateSpec: InvalidArgument naming the first problem (id, device count, uuid, cap,
+//   compute share, mode, tier). ValidateCompute: the compute fields alone.
 // - WriteSliceFiles: creates `dir` (must not exist; its parent must) holding `limits` (0644)
 //   and `ledger` (0666). Each file is written complete to a temporary name and renamed, so a
 //   reader sees no file or a whole one. On failure nothing is left behind.
@@ -55,6 +56,7 @@ class MappedFile {
 };
 
 Status ValidateSpec(const SliceSpec& spec);
+Status ValidateCompute(uint32_t share, ComputeMode mode, Tier tier);
 
 Status WriteSliceFiles(const std::string& dir, const SliceSpec& spec);
 

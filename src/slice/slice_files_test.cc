@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "core/units.h"
 #include "slice/layout.h"
@@ -72,6 +75,52 @@ TEST(SliceSpec, RejectsBadDeviceFields) {
   ExpectInvalid(spec, "compute share");
   spec.devices[0].compute_share = 101;
   ExpectInvalid(spec, "compute share");
+  spec = OneDeviceSpec(kGiB);
+  spec.devices[0].compute_mode = static_cast<ComputeMode>(2);
+  ExpectInvalid(spec, "device 0: compute mode must be cap (0) or share (1), got 2");
+  spec = TwoDeviceSpec(kGiB, kGiB);
+  spec.devices[1].tier = static_cast<Tier>(3);
+  ExpectInvalid(spec, "device 1: tier must be batch (0), standard (1) or latency (2), got 3");
+  spec = OneDeviceSpec(kGiB);
+  spec.devices[0].compute_share = 1;
+  spec.devices[0].compute_mode = ComputeMode::kCap;
+  spec.devices[0].tier = Tier::kLatency;
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+}
+
+TEST(SliceFiles, CreateRefusesBadComputeFields) {
+  ScratchDir scratch;
+  SliceSpec spec = OneDeviceSpec(kGiB);
+  spec.devices[0].tier = static_cast<Tier>(200);
+  const Status status = SliceAdmin::Create(scratch.slice(), spec).status();
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.message();
+  EXPECT_NE(status.message().find("tier"), std::string::npos) << status.message();
+  EXPECT_FALSE(std::filesystem::exists(scratch.slice()));
+}
+
+TEST(SliceFiles, TheComputeFieldsAreStoredWhereTheFormatSays) {
+  ScratchDir scratch;
+  SliceSpec spec = TwoDeviceSpec(kGiB, kGiB);
+  spec.devices[1].compute_share = 42;
+  spec.devices[1].compute_mode = ComputeMode::kCap;
+  spec.devices[1].tier = Tier::kLatency;
+  ASSERT_TRUE(SliceAdmin::Create(scratch.slice(), spec).ok());
+  std::ifstream file(scratch.slice() + "/limits", std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.size(), layout::LimitsFileSize(2));
+  const size_t device1 = 104 + 64;  // docs/slice-format.md: device d at 104 + 64·d
+  uint32_t share = 0;
+  std::memcpy(&share, &bytes[device1 + 56], 4);
+  EXPECT_EQ(share, 42u);
+  EXPECT_EQ(bytes[device1 + 60], 0);  // mode: cap
+  EXPECT_EQ(bytes[device1 + 61], 2);  // tier: latency
+  EXPECT_EQ(bytes[device1 + 62], 0);  // reserved
+  EXPECT_EQ(bytes[device1 + 63], 0);
+  EXPECT_EQ(bytes[104 + 60], 1);  // device 0: the defaults, share...
+  EXPECT_EQ(bytes[104 + 61], 1);  // ...and standard
+  uint32_t version = 0;
+  std::memcpy(&version, &bytes[8], 4);
+  EXPECT_EQ(version, 2u);
 }
 
 TEST(SliceFiles, CreateOpenRemove) {
@@ -174,9 +223,9 @@ TEST_F(DamagedSlice, LedgerMagicInLimitsIsCorrupt) {
 
 TEST_F(DamagedSlice, OtherVersionIsVersionMismatchNamingBoth) {
   Poke<uint32_t>(ledger(), offsetof(layout::LedgerHeader, version), 7);
-  ExpectRefused(StatusCode::kVersionMismatch, ledger(), "format version 7, this build reads version 1");
-  Poke<uint32_t>(limits(), offsetof(layout::LimitsHeader, version), 2);
-  ExpectRefused(StatusCode::kVersionMismatch, limits(), "format version 2, this build reads version 1");
+  ExpectRefused(StatusCode::kVersionMismatch, ledger(), "format version 7, this build reads version 2");
+  Poke<uint32_t>(limits(), offsetof(layout::LimitsHeader, version), 1);  // a version-1 slice
+  ExpectRefused(StatusCode::kVersionMismatch, limits(), "format version 1, this build reads version 2");
 }
 
 TEST_F(DamagedSlice, WrongHeaderSizeIsCorrupt) {
@@ -231,6 +280,22 @@ TEST_F(DamagedSlice, OverflowingCapIsCorrupt) {
 TEST_F(DamagedSlice, ZeroComputeShareIsCorrupt) {
   Poke<uint32_t>(limits(), sizeof(layout::LimitsHeader) + offsetof(layout::LimitsDevice, compute_share), 0);
   ExpectRefused(StatusCode::kCorrupt, limits(), "compute share 0");
+}
+
+TEST_F(DamagedSlice, UnknownComputeModeIsCorrupt) {
+  Poke<uint8_t>(limits(), sizeof(layout::LimitsHeader) + sizeof(layout::LimitsDevice) +
+                              offsetof(layout::LimitsDevice, compute_mode), 2);
+  ExpectRefused(StatusCode::kCorrupt, limits(), "device 1: compute mode 2 outside 0..1");
+}
+
+TEST_F(DamagedSlice, UnknownTierIsCorrupt) {
+  Poke<uint8_t>(limits(), sizeof(layout::LimitsHeader) + offsetof(layout::LimitsDevice, tier), 3);
+  ExpectRefused(StatusCode::kCorrupt, limits(), "device 0: tier 3 outside 0..2");
+}
+
+TEST_F(DamagedSlice, OverlargeComputeShareIsCorrupt) {
+  Poke<uint32_t>(limits(), sizeof(layout::LimitsHeader) + offsetof(layout::LimitsDevice, compute_share), 101);
+  ExpectRefused(StatusCode::kCorrupt, limits(), "compute share 101");
 }
 
 TEST_F(DamagedSlice, NegativeDeviceTotalIsCorrupt) {
