@@ -1,8 +1,8 @@
-// Exported wrappers: graph memory (allocation/free nodes, instantiation, launch/upload, exec
-// destroy, trim). Every wrapper forwards first where it only learns something (node creation,
-// instantiation, graph destroy) and reserves before the driver where the driver would take
-// memory (first launch/upload); GraphAccounting holds the rules (docs/hook-memory.md
-// "Graph memory").
+// Exported wrappers: graph memory (instantiation, launch/upload, exec destroy, trim). How a
+// graph's allocation nodes were made does not matter: instantiation measures the graph through
+// the real driver. The wrappers reserve before the driver where it would take memory (first
+// launch/upload) and credit after it gave memory back; GraphAccounting holds the rules
+// (docs/hook-memory.md "Graph memory").
 #include <new>
 
 #include "hook/exports.h"
@@ -13,7 +13,7 @@ namespace {
 
 using fgpu::hook::EnforcingMemoryHook;
 using fgpu::hook::GraphAccounting;
-using fgpu::hook::GraphMemAttributeFn;
+using fgpu::hook::GraphCalls;
 using fgpu::hook::MemoryHook;
 using fgpu::hook::MissingRealCuda;
 
@@ -22,14 +22,15 @@ using fgpu::hook::MissingRealCuda;
 GraphAccounting* EnforcingGraphs() {
   MemoryHook* hook = EnforcingMemoryHook();
   if (hook == nullptr) return nullptr;
+  alignas(GraphCalls) static unsigned char calls_storage[sizeof(GraphCalls)];
   alignas(GraphAccounting) static unsigned char storage[sizeof(GraphAccounting)];
-  static auto* const graphs = new (storage) GraphAccounting(
-      &hook->accounting(),
-      reinterpret_cast<GraphMemAttributeFn>(fgpu::hook::RealCudaByName("cuDeviceGetGraphMemAttribute")));
+  static auto* const graphs = new (storage)
+      GraphAccounting(&hook->accounting(), new (calls_storage) GraphCalls(fgpu::hook::ResolveGraphCalls()));
   return graphs;
 }
 
-// The four instantiation entry points: real call first; the exec inherits the graph's bytes.
+// The instantiation entry points: the graph is measured, then the real call; the exec inherits
+// the graph's bytes.
 template <typename Instantiate>
 CUresult Instantiated(CUgraphExec* exec, CUgraph graph, bool uploads, Instantiate&& instantiate) {
   GraphAccounting* graphs = exec != nullptr ? EnforcingGraphs() : nullptr;
@@ -55,39 +56,6 @@ bool UploadsAtInstantiation(const CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
 }  // namespace
 
 extern "C" {
-
-CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
-                                size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams) {
-  const auto real = FGPU_REAL_CUDA(cuGraphAddMemAllocNode);
-  if (real == nullptr) return MissingRealCuda();
-  const CUresult rc = real(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
-  if (rc != CUDA_SUCCESS || nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) return rc;
-  if (GraphAccounting* graphs = EnforcingGraphs(); graphs != nullptr) {
-    graphs->AddAllocNode(hGraph, *phGraphNode, nodeParams->poolProps.location.id, nodeParams->bytesize,
-                         nodeParams->dptr);
-  }
-  return rc;
-}
-
-CUresult cuGraphAddMemFreeNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
-                               size_t numDependencies, CUdeviceptr dptr) {
-  const auto real = FGPU_REAL_CUDA(cuGraphAddMemFreeNode);
-  if (real == nullptr) return MissingRealCuda();
-  const CUresult rc = real(phGraphNode, hGraph, dependencies, numDependencies, dptr);
-  if (rc != CUDA_SUCCESS) return rc;
-  if (GraphAccounting* graphs = EnforcingGraphs(); graphs != nullptr) graphs->AddFreeNode(hGraph, dptr);
-  return rc;
-}
-
-CUresult cuGraphDestroy(CUgraph hGraph) {
-  const auto real = FGPU_REAL_CUDA(cuGraphDestroy);
-  if (real == nullptr) return MissingRealCuda();
-  const CUresult rc = real(hGraph);
-  if (rc != CUDA_SUCCESS) return rc;
-  // Its execs keep their own copy of its bytes.
-  if (GraphAccounting* graphs = EnforcingGraphs(); graphs != nullptr) graphs->GraphDestroyed(hGraph);
-  return rc;
-}
 
 CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
                             size_t bufferSize) {

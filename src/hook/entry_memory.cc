@@ -210,17 +210,32 @@ using fgpu::hook::EnforcingPoolAccounting;
 using fgpu::hook::PoolAccounting;
 using fgpu::hook::PoolSlot;
 
+// Whether `stream` is being captured, as the real cuStreamIsCapturing[_ptsz] says. On a
+// capturing stream the stream-ordered allocator allocates and frees nothing: the driver turns
+// the calls into the graph's allocation and free nodes, which the graph accounting charges when
+// an executable graph of it first runs (docs/hook-memory.md "Graph memory"). If the driver
+// cannot say, the call is treated as an ordinary one (charged: over, never under).
+bool Capturing(CUstream stream, bool per_thread) {
+  using IsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
+  static const auto plain = reinterpret_cast<IsCapturing>(fgpu::hook::RealCudaByName("cuStreamIsCapturing"));
+  static const auto ptsz = reinterpret_cast<IsCapturing>(fgpu::hook::RealCudaByName("cuStreamIsCapturing_ptsz"));
+  const IsCapturing is_capturing = per_thread ? ptsz : plain;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return is_capturing != nullptr && is_capturing(stream, &status) == CUDA_SUCCESS &&
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 // The four stream-ordered allocation entry points differ only in the real call, the pool (null:
 // the device's current pool) and how a null stream is read (_ptsz: the per-thread default
 // stream). What they charge is the pool's reserve (PoolAccounting, docs/hook-memory.md
-// "Stream-ordered pools"), on the stream's context's device.
+// "Stream-ordered pools"), on the stream's context's device; nothing during stream capture.
 // undo(ptr) frees the allocation and synchronises the stream (a refused growth).
 template <typename Allocate, typename Undo>
 CUresult AllocateStreamOrdered(CUdeviceptr* dptr, size_t bytesize, CUstream stream, bool per_thread,
                                CUmemoryPool pool, Allocate&& allocate, Undo&& undo) {
   Attribution at;
   MemoryHook* hook = ChargeOnStream(dptr != nullptr && bytesize != 0, stream, per_thread, &at);
-  if (hook == nullptr) return allocate();
+  if (hook == nullptr || Capturing(stream, per_thread)) return allocate();
   PoolAccounting* pools = EnforcingPoolAccounting();
   PoolSlot* slot = pools != nullptr ? pools->ForAllocation(at.device, pool) : nullptr;
   if (slot == nullptr) return allocate();  // the driver refuses the device or the pool
@@ -239,9 +254,11 @@ CUresult AllocateStreamOrdered(CUdeviceptr* dptr, size_t bytesize, CUstream stre
 
 // A pool allocation credits nothing when freed (the pool keeps the memory); any other pointer
 // (cuMemFreeAsync also takes cuMemAlloc memory on some drivers) is freed as cuMemFree* would.
+// During stream capture nothing is freed (the driver makes a free node): forwarded untouched.
 template <typename Free>
-CUresult FreeStreamOrdered(CUdeviceptr dptr, Free&& free_call) {
+CUresult FreeStreamOrdered(CUdeviceptr dptr, CUstream stream, bool per_thread, Free&& free_call) {
   PoolAccounting* pools = dptr != 0 ? EnforcingPoolAccounting() : nullptr;
+  if (pools != nullptr && Capturing(stream, per_thread)) return free_call();
   CUresult rc = CUDA_SUCCESS;
   if (pools != nullptr && pools->Freed(dptr, free_call, &rc)) return rc;
   return FreeDevicePointer(dptr, free_call);
@@ -301,13 +318,13 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemo
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuMemFreeAsync);
   if (real == nullptr) return MissingRealCuda();
-  return FreeStreamOrdered(dptr, [&] { return real(dptr, hStream); });
+  return FreeStreamOrdered(dptr, hStream, false, [&] { return real(dptr, hStream); });
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuMemFreeAsync_ptsz);
   if (real == nullptr) return MissingRealCuda();
-  return FreeStreamOrdered(dptr, [&] { return real(dptr, hStream); });
+  return FreeStreamOrdered(dptr, hStream, true, [&] { return real(dptr, hStream); });
 }
 
 // Pool lifecycle: which pools exist, where, and which one each device allocates from.

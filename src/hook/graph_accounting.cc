@@ -4,6 +4,7 @@
 #include <new>
 
 #include "hook/device_map.h"
+#include "hook/real_driver.h"
 
 namespace fgpu::hook {
 namespace {
@@ -18,54 +19,83 @@ uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UIN
 
 }  // namespace
 
-void GraphAccounting::AddAllocNode(CUgraph graph, CUgraphNode node, CUdevice device, uint64_t bytes,
-                                   CUdeviceptr dptr) {
-  CudaDeviceFacts facts;
-  const uint64_t granularity = memory_->devices().Cuda(device, &facts) ? facts.granularity : kFallbackGranularity;
-  std::lock_guard lock(mu_);
-  try {
-    graphs_[graph].allocs.push_back({node, dptr, device, RoundUp(bytes, granularity)});
-  } catch (const std::bad_alloc&) {
-    poisoned_ = true;
-  }
+GraphCalls ResolveGraphCalls() {
+  GraphCalls calls;
+  calls.get_nodes = reinterpret_cast<decltype(calls.get_nodes)>(RealCudaByName("cuGraphGetNodes"));
+  calls.node_get_type = reinterpret_cast<decltype(calls.node_get_type)>(RealCudaByName("cuGraphNodeGetType"));
+  calls.mem_alloc_node_get_params = reinterpret_cast<decltype(calls.mem_alloc_node_get_params)>(
+      RealCudaByName("cuGraphMemAllocNodeGetParams"));
+  calls.mem_free_node_get_params = reinterpret_cast<decltype(calls.mem_free_node_get_params)>(
+      RealCudaByName("cuGraphMemFreeNodeGetParams"));
+  calls.child_graph_node_get_graph = reinterpret_cast<decltype(calls.child_graph_node_get_graph)>(
+      RealCudaByName("cuGraphChildGraphNodeGetGraph"));
+  calls.graph_mem_attribute =
+      reinterpret_cast<decltype(calls.graph_mem_attribute)>(RealCudaByName("cuDeviceGetGraphMemAttribute"));
+  return calls;
 }
 
-void GraphAccounting::AddFreeNode(CUgraph graph, CUdeviceptr dptr) {
-  std::lock_guard lock(mu_);
-  // A graph without allocation nodes (yet) frees what other graphs or streams allocated: its
-  // free nodes matter only for allocations made in the same graph, which are added first.
-  auto it = graphs_.find(graph);
-  if (it == graphs_.end()) return;
-  try {
-    it->second.freed.push_back(dptr);
-  } catch (const std::bad_alloc&) {
-    poisoned_ = true;
-  }
-}
-
-void GraphAccounting::GraphDestroyed(CUgraph graph) {
-  std::lock_guard lock(mu_);
-  graphs_.erase(graph);
-}
-
-bool GraphAccounting::ExecOf(CUgraph graph, ExecEntry* exec) const {
-  auto it = graphs_.find(graph);
-  if (it == graphs_.end() || it->second.allocs.empty()) return false;
-  const GraphEntry& entry = it->second;
-  exec->frees_everything = true;
-  for (const AllocNode& alloc : entry.allocs) {
-    auto portion = std::find_if(exec->portions.begin(), exec->portions.end(),
-                                [&](const Portion& p) { return p.device == alloc.device; });
-    if (portion == exec->portions.end()) {
-      exec->portions.push_back({alloc.device, alloc.bytes, false, {}});
-    } else {
-      portion->bytes = SaturatingAdd(portion->bytes, alloc.bytes);
+GraphAccounting::Walk GraphAccounting::Measure(CUgraph graph, ExecEntry* exec) {
+  if (calls_->get_nodes == nullptr || calls_->node_get_type == nullptr) return Walk::kFailed;
+  std::vector<CUgraph> pending{graph};  // child graphs are walked like the graph itself
+  std::vector<CUgraphNode> nodes;
+  std::vector<CUdeviceptr> allocated, freed;  // device allocations only: host ones are not charged
+  while (!pending.empty()) {
+    const CUgraph current = pending.back();
+    pending.pop_back();
+    size_t count = 0;
+    if (calls_->get_nodes(current, nullptr, &count) != CUDA_SUCCESS) return Walk::kFailed;
+    nodes.resize(count);
+    if (count != 0) {
+      size_t filled = count;
+      if (calls_->get_nodes(current, nodes.data(), &filled) != CUDA_SUCCESS) return Walk::kFailed;
+      nodes.resize(std::min(filled, count));
     }
-    if (std::find(entry.freed.begin(), entry.freed.end(), alloc.dptr) == entry.freed.end()) {
-      exec->frees_everything = false;
+    for (CUgraphNode node : nodes) {
+      CUgraphNodeType type{};
+      if (calls_->node_get_type(node, &type) != CUDA_SUCCESS) return Walk::kFailed;
+      if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+        CUDA_MEM_ALLOC_NODE_PARAMS params{};
+        if (calls_->mem_alloc_node_get_params == nullptr ||
+            calls_->mem_alloc_node_get_params(node, &params) != CUDA_SUCCESS) {
+          return Walk::kFailed;
+        }
+        if (params.poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE) continue;  // host: not device memory
+        const CUdevice device = params.poolProps.location.id;
+        CudaDeviceFacts facts;
+        const uint64_t granularity =
+            memory_->devices().Cuda(device, &facts) ? facts.granularity : kFallbackGranularity;
+        const uint64_t bytes = RoundUp(params.bytesize, granularity);
+        auto portion = std::find_if(exec->portions.begin(), exec->portions.end(),
+                                    [&](const Portion& p) { return p.device == device; });
+        if (portion == exec->portions.end()) {
+          exec->portions.push_back({device, bytes, false, {}});
+        } else {
+          portion->bytes = SaturatingAdd(portion->bytes, bytes);
+        }
+        allocated.push_back(params.dptr);
+      } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+        CUdeviceptr dptr = 0;
+        if (calls_->mem_free_node_get_params == nullptr ||
+            calls_->mem_free_node_get_params(node, &dptr) != CUDA_SUCCESS) {
+          return Walk::kFailed;
+        }
+        freed.push_back(dptr);
+      } else if (type == CU_GRAPH_NODE_TYPE_GRAPH) {
+        CUgraph child = nullptr;
+        if (calls_->child_graph_node_get_graph == nullptr ||
+            calls_->child_graph_node_get_graph(node, &child) != CUDA_SUCCESS) {
+          return Walk::kFailed;
+        }
+        pending.push_back(child);
+      }
+      // Other node types allocate nothing. (Conditional bodies cannot hold memory nodes.)
     }
   }
-  return true;
+  if (allocated.empty()) return Walk::kNoAllocations;
+  exec->frees_everything = std::all_of(allocated.begin(), allocated.end(), [&](CUdeviceptr dptr) {
+    return std::find(freed.begin(), freed.end(), dptr) != freed.end();
+  });
+  return Walk::kMeasured;
 }
 
 bool GraphAccounting::ReserveMissing(ExecEntry& exec, std::vector<size_t>* reserved) {
@@ -98,18 +128,33 @@ void GraphAccounting::ReleaseResident(Portion& portion) {
 
 CUresult GraphAccounting::Instantiate(CUgraph graph, bool uploads,
                                       FunctionRef<CUresult(CUgraphExec*)> instantiate) {
-  std::unique_lock lock(mu_);
+  // Measured before the driver is called (an upload at instantiation is reserved first), and
+  // without the lock: only driver queries. The application does not change a graph while it
+  // instantiates it (graphs are not thread-safe objects in the driver either).
   ExecEntry exec;
-  bool tracked = false;
+  Walk walk = Walk::kFailed;
+  bool lost = false;
   try {
-    tracked = ExecOf(graph, &exec);
+    walk = Measure(graph, &exec);
   } catch (const std::bad_alloc&) {
-    poisoned_ = true;
+    lost = true;
   }
-  if (!tracked) {
+  std::unique_lock lock(mu_);
+  if (lost) {
+    poisoned_ = true;  // its exec stays unknown: launches of unknown execs are refused now
+    if (uploads) return CUDA_ERROR_OUT_OF_MEMORY;  // the upload would take unknown bytes
+  }
+  if (lost || walk == Walk::kNoAllocations) {
     lock.unlock();
     CUgraphExec out = nullptr;
     return instantiate(&out);
+  }
+  if (walk == Walk::kFailed) {
+    // Bytes unknown: the exec is remembered so that its launches are refused; an upload at
+    // instantiation would let the driver take them now, so it is refused before the call.
+    if (uploads) return CUDA_ERROR_OUT_OF_MEMORY;
+    exec = ExecEntry{};
+    exec.measured = false;
   }
   // Upload at instantiation: charged like a first upload, and therefore under the lock.
   std::vector<size_t> reserved;
@@ -149,6 +194,7 @@ CUresult GraphAccounting::Launch(CUgraphExec exec_handle, FunctionRef<CUresult()
     return launch();
   }
   ExecEntry& exec = it->second;
+  if (!exec.measured) return CUDA_ERROR_OUT_OF_MEMORY;  // its bytes are unknown: fail closed
   exec.last_launch = ++launches_;
   const bool resident = std::all_of(exec.portions.begin(), exec.portions.end(),
                                     [](const Portion& p) { return p.resident; });
@@ -190,9 +236,9 @@ CUresult GraphAccounting::ExecDestroy(CUgraphExec exec_handle, FunctionRef<CUres
 CUresult GraphAccounting::Trim(CUdevice device, FunctionRef<CUresult()> trim) {
   std::lock_guard lock(mu_);
   const CUresult rc = trim();
-  if (rc != CUDA_SUCCESS || graph_mem_attribute_ == nullptr) return rc;
+  if (rc != CUDA_SUCCESS || calls_->graph_mem_attribute == nullptr) return rc;
   cuuint64_t reported = 0;
-  if (graph_mem_attribute_(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reported) != CUDA_SUCCESS) {
+  if (calls_->graph_mem_attribute(device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reported) != CUDA_SUCCESS) {
     return rc;  // the driver cannot say what it gave back: keep charging (over, never under)
   }
   uint64_t charged = 0;

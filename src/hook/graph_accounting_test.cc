@@ -23,9 +23,86 @@ CUresult FakeGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void*
   return CUDA_SUCCESS;
 }
 
+// The fake driver's graphs: what the hook's walk reads through GraphCalls.
+struct FakeNode {
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  CUmemLocationType location = CU_MEM_LOCATION_TYPE_DEVICE;
+  CUdevice device = 0;
+  uint64_t bytes = 0;
+  CUdeviceptr dptr = 0;
+  CUgraph child = nullptr;
+  bool broken = false;  // the driver refuses to describe it
+};
+struct FakeGraphs {
+  std::map<CUgraph, std::vector<uintptr_t>> graphs;  // graph -> node handles
+  std::map<uintptr_t, FakeNode> nodes;
+  uintptr_t next_node = 1000;
+  int walks = 0;  // cuGraphGetNodes calls with a null array (one per graph walked)
+};
+FakeGraphs* g_fake = nullptr;
+
+const FakeNode* FindNode(CUgraphNode node) {
+  auto it = g_fake->nodes.find(reinterpret_cast<uintptr_t>(node));
+  return it == g_fake->nodes.end() ? nullptr : &it->second;
+}
+
+CUresult FakeGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
+  auto it = g_fake->graphs.find(graph);
+  if (it == g_fake->graphs.end() || count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes == nullptr) ++g_fake->walks;
+  for (size_t i = 0; nodes != nullptr && i < std::min(*count, it->second.size()); ++i) {
+    nodes[i] = reinterpret_cast<CUgraphNode>(it->second[i]);
+  }
+  *count = it->second.size();
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  const FakeNode* fake = FindNode(node);
+  if (fake == nullptr || fake->broken) return CUDA_ERROR_INVALID_VALUE;
+  *type = fake->type;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeAllocParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS* params) {
+  const FakeNode* fake = FindNode(node);
+  if (fake == nullptr || fake->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return CUDA_ERROR_INVALID_VALUE;
+  *params = {};
+  params->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  params->poolProps.location.type = fake->location;
+  params->poolProps.location.id = fake->device;
+  params->bytesize = fake->bytes;
+  params->dptr = fake->dptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeFreeParams(CUgraphNode node, CUdeviceptr* dptr) {
+  const FakeNode* fake = FindNode(node);
+  if (fake == nullptr || fake->type != CU_GRAPH_NODE_TYPE_MEM_FREE) return CUDA_ERROR_INVALID_VALUE;
+  *dptr = fake->dptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeChildGraph(CUgraphNode node, CUgraph* graph) {
+  const FakeNode* fake = FindNode(node);
+  if (fake == nullptr || fake->type != CU_GRAPH_NODE_TYPE_GRAPH) return CUDA_ERROR_INVALID_VALUE;
+  *graph = fake->child;
+  return CUDA_SUCCESS;
+}
+
 CUgraph Graph(uintptr_t n) { return reinterpret_cast<CUgraph>(n); }
-CUgraphNode Node(uintptr_t n) { return reinterpret_cast<CUgraphNode>(n); }
 CUgraphExec Exec(uintptr_t n) { return reinterpret_cast<CUgraphExec>(n); }
+
+GraphCalls FakeGraphCalls() {
+  GraphCalls calls;
+  calls.get_nodes = &FakeGetNodes;
+  calls.node_get_type = &FakeNodeGetType;
+  calls.mem_alloc_node_get_params = &FakeAllocParams;
+  calls.mem_free_node_get_params = &FakeFreeParams;
+  calls.child_graph_node_get_graph = &FakeChildGraph;
+  calls.graph_mem_attribute = &FakeGraphMemAttribute;
+  return calls;
+}
 
 // Fake devices 0 and 1 in the slice (caps 100 MiB and 40 MiB), fake device 2 outside it.
 class GraphAccountingTest : public ::testing::Test {
@@ -37,18 +114,56 @@ class GraphAccountingTest : public ::testing::Test {
                                   calls_.nvml_device_get_uuid}),
         table_(10),
         memory_(slice_.ledger(), &devices_, &table_, &calls_),
-        graphs_(&memory_, &FakeGraphMemAttribute) {
+        graph_calls_(FakeGraphCalls()),
+        graphs_(&memory_, &graph_calls_) {
     fake_.device_count = 3;
     g_reported = &reported_;
+    g_fake = &fake_graphs_;
   }
-  ~GraphAccountingTest() override { g_reported = nullptr; }
+  ~GraphAccountingTest() override {
+    g_reported = nullptr;
+    g_fake = nullptr;
+  }
 
   uint64_t Used(int slice_device = 0) const { return slice_.ledger()->Used(slice_device); }
 
+  // Nodes of fake graph `graph` (created on first use).
+  FakeNode& AddNode(uintptr_t graph, FakeNode node) {
+    const uintptr_t handle = fake_graphs_.next_node++;
+    fake_graphs_.graphs[Graph(graph)].push_back(handle);
+    return fake_graphs_.nodes[handle] = node;
+  }
+  FakeNode& AddAlloc(uintptr_t graph, uint64_t bytes, CUdeviceptr dptr, CUdevice device = 0) {
+    FakeNode node;
+    node.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    node.device = device;
+    node.bytes = bytes;
+    node.dptr = dptr;
+    return AddNode(graph, node);
+  }
+  void AddFree(uintptr_t graph, CUdeviceptr dptr) {
+    FakeNode node;
+    node.type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+    node.dptr = dptr;
+    AddNode(graph, node);
+  }
+  FakeNode& AddKernel(uintptr_t graph) {
+    FakeNode node;
+    node.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    return AddNode(graph, node);
+  }
+  void AddChild(uintptr_t graph, uintptr_t child) {
+    FakeNode node;
+    node.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    node.child = Graph(child);
+    fake_graphs_.graphs[Graph(child)];  // exists, possibly empty
+    AddNode(graph, node);
+  }
+
   // A graph with one allocation node of `bytes` on `device` (at `dptr`), freed inside if `freed`.
   void AddGraph(uintptr_t graph, uint64_t bytes, CUdeviceptr dptr, bool freed, CUdevice device = 0) {
-    graphs_.AddAllocNode(Graph(graph), Node(graph * 10), device, bytes, dptr);
-    if (freed) graphs_.AddFreeNode(Graph(graph), dptr);
+    AddAlloc(graph, bytes, dptr, device);
+    if (freed) AddFree(graph, dptr);
   }
   CUresult Instantiate(uintptr_t graph, uintptr_t exec, bool uploads = false, CUresult rc = CUDA_SUCCESS,
                        bool* called = nullptr) {
@@ -77,13 +192,15 @@ class GraphAccountingTest : public ::testing::Test {
   DeviceMap devices_;
   PointerTable table_;
   MemoryAccounting memory_;
+  FakeGraphs fake_graphs_;
+  GraphCalls graph_calls_;
   GraphAccounting graphs_;
   std::map<CUdevice, uint64_t> reported_;
 };
 
 TEST_F(GraphAccountingTest, ChargedOnFirstLaunchRoundedPerNode) {
-  graphs_.AddAllocNode(Graph(1), Node(10), 0, 3 * kMiB, 0x1000);
-  graphs_.AddAllocNode(Graph(1), Node(11), 0, 1 * kMiB, 0x2000);
+  AddAlloc(1, 3 * kMiB, 0x1000);
+  AddAlloc(1, 1 * kMiB, 0x2000);
   ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
   EXPECT_EQ(Used(), 0u) << "instantiation reserves nothing";
   ASSERT_EQ(Launch(100), CUDA_SUCCESS);
@@ -149,7 +266,8 @@ TEST_F(GraphAccountingTest, NeverLaunchedDestroyCreditsNothing) {
   EXPECT_EQ(Used(), 10 * kMiB);
 }
 
-TEST_F(GraphAccountingTest, UnknownGraphsAndExecsAreForwardedUntouched) {
+TEST_F(GraphAccountingTest, GraphsWithoutAllocationsAndUnknownExecsAreForwardedUntouched) {
+  AddKernel(7);
   bool called = false;
   EXPECT_EQ(Instantiate(7, 700, false, CUDA_SUCCESS, &called), CUDA_SUCCESS);
   EXPECT_TRUE(called);
@@ -158,7 +276,7 @@ TEST_F(GraphAccountingTest, UnknownGraphsAndExecsAreForwardedUntouched) {
   EXPECT_TRUE(called);
   EXPECT_EQ(Launch(700), CUDA_SUCCESS);
   EXPECT_EQ(Used(), 0u);
-  graphs_.AddFreeNode(Graph(8), 0x5000);  // a graph that only frees: nothing to charge
+  AddFree(8, 0x5000);  // a graph that only frees: nothing to charge
   called = false;
   EXPECT_EQ(Instantiate(8, 800, true, CUDA_SUCCESS, &called), CUDA_SUCCESS);
   EXPECT_TRUE(called);
@@ -198,16 +316,16 @@ TEST_F(GraphAccountingTest, DeviceOutsideTheSliceIsRefused) {
 }
 
 TEST_F(GraphAccountingTest, DevicesAreChargedAllOrNothing) {
-  graphs_.AddAllocNode(Graph(1), Node(10), 0, 20 * kMiB, 0x1000);
-  graphs_.AddAllocNode(Graph(1), Node(11), 1, 50 * kMiB, 0x2000);  // over device 1's 40 MiB
+  AddAlloc(1, 20 * kMiB, 0x1000, 0);
+  AddAlloc(1, 50 * kMiB, 0x2000, 1);  // over device 1's 40 MiB
   ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
   bool called = false;
   EXPECT_EQ(Launch(100, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_FALSE(called);
   EXPECT_EQ(Used(0), 0u) << "device 0's part rolled back";
   EXPECT_EQ(Used(1), 0u);
-  graphs_.AddAllocNode(Graph(2), Node(20), 0, 20 * kMiB, 0x3000);
-  graphs_.AddAllocNode(Graph(2), Node(21), 1, 30 * kMiB, 0x4000);
+  AddAlloc(2, 20 * kMiB, 0x3000, 0);
+  AddAlloc(2, 30 * kMiB, 0x4000, 1);
   ASSERT_EQ(Instantiate(2, 200), CUDA_SUCCESS);
   ASSERT_EQ(Launch(200), CUDA_SUCCESS);
   EXPECT_EQ(Used(0), 20 * kMiB);
@@ -235,9 +353,9 @@ TEST_F(GraphAccountingTest, TrimReleasesWhatTheDriverGaveBack) {
 
 TEST_F(GraphAccountingTest, TrimKeepsExecsThatDoNotFreeEverything) {
   AddGraph(1, 10 * kMiB, 0x1000, /*freed=*/false);
-  graphs_.AddAllocNode(Graph(2), Node(20), 0, 4 * kMiB, 0x2000);
-  graphs_.AddAllocNode(Graph(2), Node(21), 0, 4 * kMiB, 0x3000);
-  graphs_.AddFreeNode(Graph(2), 0x2000);  // one of two freed inside
+  AddAlloc(2, 4 * kMiB, 0x2000);
+  AddAlloc(2, 4 * kMiB, 0x3000);
+  AddFree(2, 0x2000);  // one of two freed inside
   ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
   ASSERT_EQ(Instantiate(2, 200), CUDA_SUCCESS);
   ASSERT_EQ(Launch(100), CUDA_SUCCESS);
@@ -278,17 +396,98 @@ TEST_F(GraphAccountingTest, TrimReleasesOldestLaunchesFirstDownToTheDriversNumbe
   EXPECT_EQ(Used(), 20 * kMiB) << "an older one was trimmed and is charged again";
 }
 
-TEST_F(GraphAccountingTest, GraphDestroyDoesNotTouchItsExecs) {
+TEST_F(GraphAccountingTest, TheExecKeepsWhatItsGraphHadAtInstantiation) {
   AddGraph(1, 10 * kMiB, 0x1000, true);
   ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
-  graphs_.GraphDestroyed(Graph(1));
+  AddAlloc(1, 20 * kMiB, 0x2000);  // the graph changes afterwards (or is destroyed)
   ASSERT_EQ(Launch(100), CUDA_SUCCESS);
-  EXPECT_EQ(Used(), 10 * kMiB);
-  bool called = false;
-  EXPECT_EQ(Instantiate(1, 101, false, CUDA_SUCCESS, &called), CUDA_SUCCESS);
-  EXPECT_TRUE(called);
+  EXPECT_EQ(Used(), 10 * kMiB) << "the exec is a snapshot";
+  ASSERT_EQ(Instantiate(1, 101), CUDA_SUCCESS);
   ASSERT_EQ(Launch(101), CUDA_SUCCESS);
-  EXPECT_EQ(Used(), 10 * kMiB) << "a forgotten graph (a reused handle) instantiates untracked";
+  EXPECT_EQ(Used(), 10 * kMiB + 30 * kMiB) << "a new exec measures the graph as it is now";
+}
+
+TEST_F(GraphAccountingTest, ChildGraphAllocationsAreMeasured) {
+  // 1 -> child 2 -> child 3 (allocates 10 MiB); 2 allocates 6 MiB on device 1; 1 frees both.
+  AddKernel(1);
+  AddChild(1, 2);
+  AddChild(2, 3);
+  AddAlloc(3, 10 * kMiB, 0x1000, 0);
+  AddAlloc(2, 5 * kMiB, 0x2000, 1);
+  AddFree(1, 0x1000);
+  AddFree(1, 0x2000);
+  ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
+  EXPECT_EQ(fake_graphs_.walks, 3) << "every child graph is walked";
+  ASSERT_EQ(Launch(100), CUDA_SUCCESS);
+  EXPECT_EQ(Used(0), 10 * kMiB);
+  EXPECT_EQ(Used(1), 6 * kMiB) << "rounded up to the granularity on the child's device";
+  reported_[0] = 0;
+  ASSERT_EQ(Trim(0), CUDA_SUCCESS);
+  EXPECT_EQ(Used(0), 0u) << "frees inside the parent count: the exec frees everything it allocates";
+  ASSERT_EQ(Destroy(100), CUDA_SUCCESS);
+  EXPECT_EQ(Used(1), 0u);
+}
+
+TEST_F(GraphAccountingTest, ChildGraphsWithoutAllocationsStayUntracked) {
+  AddKernel(1);
+  AddChild(1, 2);
+  AddKernel(2);
+  AddChild(2, 3);  // empty
+  ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
+  bool called = false;
+  ASSERT_EQ(Launch(100, CUDA_SUCCESS, &called), CUDA_SUCCESS);
+  EXPECT_TRUE(called);
+  EXPECT_EQ(Used(), 0u);
+  EXPECT_EQ(graphs_.ResidentBytes(0), 0u);
+}
+
+TEST_F(GraphAccountingTest, HostAllocationNodesAreNotCharged) {
+  AddAlloc(1, 10 * kMiB, 0x1000).location = CU_MEM_LOCATION_TYPE_HOST;
+  AddAlloc(1, 4 * kMiB, 0x2000).location = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
+  ASSERT_EQ(Launch(100), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u);
+  AddAlloc(2, 4 * kMiB, 0x3000).location = CU_MEM_LOCATION_TYPE_HOST;
+  AddAlloc(2, 4 * kMiB, 0x4000);
+  AddFree(2, 0x4000);
+  ASSERT_EQ(Instantiate(2, 200), CUDA_SUCCESS);
+  ASSERT_EQ(Launch(200), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 4 * kMiB) << "only the device node";
+  reported_[0] = 0;
+  ASSERT_EQ(Trim(0), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u) << "a host allocation left unfreed does not keep device memory";
+}
+
+TEST_F(GraphAccountingTest, AGraphTheDriverCannotDescribeFailsClosed) {
+  AddGraph(1, 10 * kMiB, 0x1000, true);
+  AddKernel(1).broken = true;  // cuGraphNodeGetType fails on it
+  bool called = false;
+  EXPECT_EQ(Instantiate(1, 101, /*uploads=*/true, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY)
+      << "an upload would take unknown bytes";
+  EXPECT_FALSE(called);
+  ASSERT_EQ(Instantiate(1, 100, false, CUDA_SUCCESS, &called), CUDA_SUCCESS) << "forwarded: the driver decides";
+  EXPECT_TRUE(called);
+  called = false;
+  EXPECT_EQ(Launch(100, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY) << "bytes unknown: refused";
+  EXPECT_FALSE(called);
+  EXPECT_EQ(Used(), 0u);
+  EXPECT_EQ(Destroy(100), CUDA_SUCCESS);
+  EXPECT_EQ(Launch(100), CUDA_SUCCESS) << "forgotten once destroyed (a reused handle is forwarded)";
+  // An unknown graph handle: the driver refuses the instantiation too.
+  EXPECT_EQ(Instantiate(99, 990, false, CUDA_ERROR_INVALID_VALUE), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(Launch(990), CUDA_SUCCESS) << "no exec was made";
+}
+
+TEST_F(GraphAccountingTest, AMissingGetterFailsClosedOnlyWhenNeeded) {
+  graph_calls_.mem_alloc_node_get_params = nullptr;  // a driver without graph memory nodes
+  AddKernel(1);
+  ASSERT_EQ(Instantiate(1, 100), CUDA_SUCCESS);
+  EXPECT_EQ(Launch(100), CUDA_SUCCESS) << "kernel-only graphs need no allocation getter";
+  AddGraph(2, 10 * kMiB, 0x1000, true);
+  ASSERT_EQ(Instantiate(2, 200), CUDA_SUCCESS);
+  bool called = false;
+  EXPECT_EQ(Launch(200, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_FALSE(called);
 }
 
 }  // namespace

@@ -112,6 +112,10 @@ static_assert(sizeof(CUexecAffinityParam) == 8 && sizeof(CUctxCreateParams) == 2
 static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v1) == 56 && sizeof(CUDA_KERNEL_NODE_PARAMS_v2) == 72);
 static_assert(sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS) == 32);
 static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS_v1) == 120);
+static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS_v2) == 120 && sizeof(CUDA_KERNEL_NODE_PARAMS_v3) == 72);
+static_assert(sizeof(CUDA_CHILD_GRAPH_NODE_PARAMS) == 16 && sizeof(CUgraphEdgeData) == 8);
+static_assert(sizeof(CUgraphNodeParams) == 256 && offsetof(CUgraphNodeParams, kernel) == 16 &&
+              offsetof(CUgraphNodeParams, reserved2) == 248);
 
 }  // namespace
 

@@ -577,6 +577,24 @@ namespace ours {
   X(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH) \
   X(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT) \
   X(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+#define FGPU_ENUM_CUgraphNodeType(X, A) \
+  X(CU_GRAPH_NODE_TYPE_KERNEL) \
+  X(CU_GRAPH_NODE_TYPE_MEMCPY) \
+  X(CU_GRAPH_NODE_TYPE_MEMSET) \
+  X(CU_GRAPH_NODE_TYPE_HOST) \
+  X(CU_GRAPH_NODE_TYPE_GRAPH) \
+  X(CU_GRAPH_NODE_TYPE_EMPTY) \
+  X(CU_GRAPH_NODE_TYPE_WAIT_EVENT) \
+  X(CU_GRAPH_NODE_TYPE_EVENT_RECORD) \
+  X(CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL) \
+  X(CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT) \
+  X(CU_GRAPH_NODE_TYPE_MEM_ALLOC) \
+  X(CU_GRAPH_NODE_TYPE_MEM_FREE) \
+  X(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) \
+  X(CU_GRAPH_NODE_TYPE_CONDITIONAL)
+#define FGPU_ENUM_CUgraphChildGraphNodeOwnership(X, A) \
+  X(CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) \
+  X(CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
 #define FGPU_ENUM_CUdriverProcAddress_flags(X, A) \
   X(CU_GET_PROC_ADDRESS_DEFAULT) \
   X(CU_GET_PROC_ADDRESS_LEGACY_STREAM) \
@@ -840,6 +858,44 @@ namespace ours {
   M(CUDA_MEM_ALLOC_NODE_PARAMS_v1, accessDescCount) \
   M(CUDA_MEM_ALLOC_NODE_PARAMS_v1, bytesize) \
   M(CUDA_MEM_ALLOC_NODE_PARAMS_v1, dptr)
+#define FGPU_MEMBERS_CUDA_KERNEL_NODE_PARAMS_v3(M) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, func) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, gridDimX) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, gridDimY) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, gridDimZ) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, blockDimX) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, blockDimY) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, blockDimZ) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, sharedMemBytes) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, kernelParams) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, extra) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, kern) \
+  M(CUDA_KERNEL_NODE_PARAMS_v3, ctx)
+#define FGPU_MEMBERS_CUDA_MEM_ALLOC_NODE_PARAMS_v2(M) \
+  M(CUDA_MEM_ALLOC_NODE_PARAMS_v2, poolProps) \
+  M(CUDA_MEM_ALLOC_NODE_PARAMS_v2, accessDescs) \
+  M(CUDA_MEM_ALLOC_NODE_PARAMS_v2, accessDescCount) \
+  M(CUDA_MEM_ALLOC_NODE_PARAMS_v2, bytesize) \
+  M(CUDA_MEM_ALLOC_NODE_PARAMS_v2, dptr)
+#define FGPU_MEMBERS_CUDA_MEM_FREE_NODE_PARAMS(M) \
+  M(CUDA_MEM_FREE_NODE_PARAMS, dptr)
+#define FGPU_MEMBERS_CUDA_CHILD_GRAPH_NODE_PARAMS(M) \
+  M(CUDA_CHILD_GRAPH_NODE_PARAMS, graph) \
+  M(CUDA_CHILD_GRAPH_NODE_PARAMS, ownership)
+#define FGPU_MEMBERS_CUgraphEdgeData(M) \
+  M(CUgraphEdgeData, from_port) \
+  M(CUgraphEdgeData, to_port) \
+  M(CUgraphEdgeData, type) \
+  M(CUgraphEdgeData, reserved)
+#define FGPU_MEMBERS_CUgraphNodeParams(M) \
+  M(CUgraphNodeParams, type) \
+  M(CUgraphNodeParams, reserved0) \
+  M(CUgraphNodeParams, reserved1) \
+  M(CUgraphNodeParams, kernel) \
+  M(CUgraphNodeParams, graph) \
+  M(CUgraphNodeParams, alloc) \
+  M(CUgraphNodeParams, free) \
+  M(CUgraphNodeParams, reserved2)
 
 #define FGPU_ENUM_TYPES(E) \
   E(CUresult, cudaError_enum) \
@@ -875,6 +931,8 @@ namespace ours {
   E(CUgraphInstantiate_flags, CUgraphInstantiate_flags_enum) \
   E(CUgraphInstantiateResult, CUgraphInstantiateResult_enum) \
   E(CUgraphMem_attribute, CUgraphMem_attribute_enum) \
+  E(CUgraphNodeType, CUgraphNodeType_enum) \
+  E(CUgraphChildGraphNodeOwnership, CUgraphChildGraphNodeOwnership_enum) \
   E(CUdriverProcAddress_flags, CUdriverProcAddress_flags_enum) \
   E(CUdriverProcAddressQueryResult, CUdriverProcAddressQueryResult_enum)
 
@@ -907,7 +965,13 @@ namespace ours {
   S(CUDA_GRAPH_INSTANTIATE_PARAMS, CUDA_GRAPH_INSTANTIATE_PARAMS_st) \
   S(CUDA_KERNEL_NODE_PARAMS_v1, CUDA_KERNEL_NODE_PARAMS_st) \
   S(CUDA_KERNEL_NODE_PARAMS_v2, CUDA_KERNEL_NODE_PARAMS_v2_st) \
-  S(CUDA_MEM_ALLOC_NODE_PARAMS_v1, CUDA_MEM_ALLOC_NODE_PARAMS_v1_st)
+  S(CUDA_MEM_ALLOC_NODE_PARAMS_v1, CUDA_MEM_ALLOC_NODE_PARAMS_v1_st) \
+  S(CUDA_KERNEL_NODE_PARAMS_v3, CUDA_KERNEL_NODE_PARAMS_v3_st) \
+  S(CUDA_MEM_ALLOC_NODE_PARAMS_v2, CUDA_MEM_ALLOC_NODE_PARAMS_v2_st) \
+  S(CUDA_MEM_FREE_NODE_PARAMS, CUDA_MEM_FREE_NODE_PARAMS_st) \
+  S(CUDA_CHILD_GRAPH_NODE_PARAMS, CUDA_CHILD_GRAPH_NODE_PARAMS_st) \
+  S(CUgraphEdgeData, CUgraphEdgeData_st) \
+  S(CUgraphNodeParams, CUgraphNodeParams_st)
 
 #define FGPU_HANDLE_TYPES(H) \
   H(CUcontext, CUctx_st) \

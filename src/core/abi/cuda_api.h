@@ -335,6 +335,23 @@ CUresult cuGraphAddMemFreeNode(
     CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
     size_t numDependencies, CUdeviceptr dptr);
 CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes);
+CUresult cuGraphAddEmptyNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies);
+CUresult cuGraphAddChildGraphNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, CUgraph childGraph);
+CUresult cuGraphAddNode(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    size_t numDependencies, CUgraphNodeParams* nodeParams);
+CUresult cuGraphAddNode_v2(
+    CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+    const CUgraphEdgeData* dependencyData, size_t numDependencies, CUgraphNodeParams* nodeParams);
+CUresult cuGraphClone(CUgraph* phGraphClone, CUgraph originalGraph);
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type);
+CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph* phGraph);
+CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS* params_out);
+CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr* dptr_out);
 CUresult cuGraphInstantiate(
     CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
     size_t bufferSize);

@@ -1067,6 +1067,87 @@ typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
 } CUDA_MEM_ALLOC_NODE_PARAMS_v1;
 typedef CUDA_MEM_ALLOC_NODE_PARAMS_v1 CUDA_MEM_ALLOC_NODE_PARAMS;
 
+typedef enum CUgraphNodeType_enum {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+  CU_GRAPH_NODE_TYPE_MEMSET = 2,
+  CU_GRAPH_NODE_TYPE_HOST = 3,
+  CU_GRAPH_NODE_TYPE_GRAPH = 4,
+  CU_GRAPH_NODE_TYPE_EMPTY = 5,
+  CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+  CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL = 8,
+  CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT = 9,
+  CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+  CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+  CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12,
+  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+} CUgraphNodeType;
+
+// How cuGraphAddNode embeds a child graph: a clone (no memory nodes allowed in it), or the
+// graph itself, moved into (and from then on owned by) the parent.
+typedef enum CUgraphChildGraphNodeOwnership_enum {
+  CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE = 0,
+  CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1,
+} CUgraphChildGraphNodeOwnership;
+
+// Same layout as v2; the member of CUgraphNodeParams.
+typedef struct CUDA_KERNEL_NODE_PARAMS_v3_st {
+  CUfunction func;
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;
+  CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v3;
+
+// Same layout as v1; the member of CUgraphNodeParams.
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
+  CUmemPoolProps poolProps;
+  const CUmemAccessDesc* accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  CUdeviceptr dptr;  // out
+} CUDA_MEM_ALLOC_NODE_PARAMS_v2;
+
+typedef struct CUDA_MEM_FREE_NODE_PARAMS_st {
+  CUdeviceptr dptr;
+} CUDA_MEM_FREE_NODE_PARAMS;
+
+typedef struct CUDA_CHILD_GRAPH_NODE_PARAMS_st {
+  CUgraph graph;
+  CUgraphChildGraphNodeOwnership ownership;
+} CUDA_CHILD_GRAPH_NODE_PARAMS;
+
+// An edge's data (cuGraphAddNode_v2): all zero is the default full dependency.
+typedef struct CUgraphEdgeData_st {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+} CUgraphEdgeData;
+
+// Argument of cuGraphAddNode[_v2]. Only the union members fgpu uses are declared; the
+// padding member gives the union its full size.
+typedef struct CUgraphNodeParams_st {
+  CUgraphNodeType type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_KERNEL_NODE_PARAMS_v3 kernel;
+    CUDA_CHILD_GRAPH_NODE_PARAMS graph;
+    CUDA_MEM_ALLOC_NODE_PARAMS_v2 alloc;
+    CUDA_MEM_FREE_NODE_PARAMS free;
+  };
+  long long reserved2;
+} CUgraphNodeParams;
+
 typedef enum CUgraphMem_attribute_enum {
   CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
   CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,

@@ -1,13 +1,28 @@
-// CUDA graphs: kernel nodes (added explicitly or by stream capture), memory
-// allocation/free nodes, instantiation and launch on the shared timeline.
+// CUDA graphs: kernel, empty, memory allocation/free and child graph nodes (added explicitly,
+// through cuGraphAddNode[_v2], or by stream capture), cloning, instantiation and launch on the
+// shared timeline.
 //
-// Graph memory model (as the driver's graph memory pool): an executable graph's
-// allocation nodes are charged to the device on its first launch (or upload) and stay
-// resident until the executable graph is destroyed, or until cuDeviceGraphMemTrim when
-// every allocation is freed inside the graph and its last launch has completed.
+// Graph memory model (as the driver's graph memory pool): an executable graph's allocation
+// nodes, child graphs included, are charged to their devices on its first launch (or upload)
+// and stay resident until the executable graph is destroyed, or until cuDeviceGraphMemTrim
+// when every allocation is freed inside the graph and its last launch has completed.
+//
+// The driver's rules for graphs with memory nodes, followed here (cuda.h 13.0):
+// - a graph with allocation or free nodes cannot be cloned (cuGraphClone) nor embedded as a
+//   cloned child (cuGraphAddChildGraphNode, CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE):
+//   CUDA_ERROR_NOT_SUPPORTED; it can be moved into a parent (cuGraphAddNode with
+//   CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE), after which it cannot be instantiated or destroyed on
+//   its own, embedded again, or given more memory nodes;
+// - no allocation or free node can be added to an embedded graph;
+// - only one executable graph of a graph with memory nodes may exist at a time;
+// - a free node must free an allocation of the graph, once.
+// Where the driver documents only "an error", the simulator returns CUDA_ERROR_INVALID_VALUE.
+#include "sim/cuda/api_graph.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -26,6 +41,19 @@ using fgpu::sim::cuda::Kind;
 using fgpu::sim::cuda::KernelLaunch;
 using fgpu::sim::cuda::Runtime;
 using fgpu::sim::cuda::Stream;
+
+namespace fgpu::sim::cuda {
+
+Graph::~Graph() {
+  HandleRegistry::Get().Erase(this);
+  for (const auto& node : nodes) {
+    HandleRegistry::Get().Erase(node.get());
+    delete node->child;  // embedded graphs are owned by their node
+  }
+  for (auto [base, length] : reserved_ranges) munmap(base, length);
+}
+
+}  // namespace fgpu::sim::cuda
 
 namespace {
 
@@ -52,12 +80,25 @@ CUresult LookupGraph(CUgraph handle, Graph** out) {
   return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+CUresult LookupNode(CUgraphNode handle, GraphNode** out) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  *out = HandleRegistry::Get().Lookup<GraphNode>(handle, Kind::kGraphNode);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult CheckDependencies(const CUgraphNode* deps, size_t count) {
   if (count > 0 && deps == nullptr) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {
     if (!HandleRegistry::Get().Is(deps[i], Kind::kGraphNode)) return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
+}
+
+// The common checks of every cuGraphAdd*Node: an output, a live graph, live dependencies.
+CUresult PrepareAdd(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count, Graph** graph) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult rc = LookupGraph(handle, graph); rc != CUDA_SUCCESS) return rc;
+  return CheckDependencies(deps, count);
 }
 
 // Nodes run in insertion order, which is a valid topological order because a node's
@@ -70,12 +111,51 @@ CUgraphNode AddNode(Graph& graph, std::unique_ptr<GraphNode> node) {
   return reinterpret_cast<CUgraphNode>(raw);
 }
 
+// Whether `graph` or a graph embedded in it has an allocation or free node.
+bool ContainsMemoryNodes(Graph& graph) {
+  std::lock_guard lock(graph.mu);
+  for (const auto& node : graph.nodes) {
+    if (node->type == GraphNode::Type::kMemAlloc || node->type == GraphNode::Type::kMemFree) return true;
+    if (node->child != nullptr && ContainsMemoryNodes(*node->child)) return true;
+  }
+  return false;
+}
+
+// Whether `dptr` is allocated / freed by a node of `graph` or of a graph embedded in it.
+void FindMemoryNodes(Graph& graph, CUdeviceptr dptr, bool* allocated, bool* freed) {
+  std::lock_guard lock(graph.mu);
+  for (const auto& node : graph.nodes) {
+    if (node->dptr == dptr && node->type == GraphNode::Type::kMemAlloc) *allocated = true;
+    if (node->dptr == dptr && node->type == GraphNode::Type::kMemFree) *freed = true;
+    if (node->child != nullptr) FindMemoryNodes(*node->child, dptr, allocated, freed);
+  }
+}
+
+// Deep copy of a graph without memory nodes (the caller checked): kernel and empty nodes, child
+// graphs cloned recursively. Every graph and node of the copy gets a handle.
+std::unique_ptr<Graph> CloneTree(Graph& source) {
+  auto copy = std::make_unique<Graph>();
+  HandleRegistry::Get().Insert(copy.get(), Kind::kGraph);
+  std::lock_guard lock(source.mu);
+  for (const auto& node : source.nodes) {
+    auto twin = std::make_unique<GraphNode>();
+    twin->type = node->type;
+    twin->kernel = node->kernel;
+    twin->device = node->device;
+    if (node->child != nullptr) {
+      twin->child = CloneTree(*node->child).release();
+      twin->child->parent = copy.get();
+    }
+    HandleRegistry::Get().Insert(twin.get(), Kind::kGraphNode);
+    copy->nodes.push_back(std::move(twin));
+  }
+  return copy;
+}
+
 CUresult AddKernel(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count, CUfunction func,
                    const unsigned grid[3], const unsigned block[3], unsigned shared, void** params, void** extra) {
-  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Graph* graph = nullptr;
-  if (CUresult rc = LookupGraph(handle, &graph); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = CheckDependencies(deps, count); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = PrepareAdd(out, handle, deps, count, &graph); rc != CUDA_SUCCESS) return rc;
   auto node = std::make_unique<GraphNode>();
   node->type = GraphNode::Type::kKernel;
   if (CUresult rc = fgpu::sim::cuda::PrepareLaunch(func, grid, block, shared, params, extra, false, &node->kernel);
@@ -87,6 +167,170 @@ CUresult AddKernel(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, si
   node->device = ctx->device;
   *out = AddNode(*graph, std::move(node));
   return CUDA_SUCCESS;
+}
+
+template <typename Params>
+CUresult AddKernelFrom(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count,
+                       const Params& params, CUfunction func) {
+  const unsigned grid[3] = {params.gridDimX, params.gridDimY, params.gridDimZ};
+  const unsigned block[3] = {params.blockDimX, params.blockDimY, params.blockDimZ};
+  return AddKernel(out, handle, deps, count, func, grid, block, params.sharedMemBytes, params.kernelParams,
+                   params.extra);
+}
+
+CUresult AddEmpty(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count) {
+  Graph* graph = nullptr;
+  if (CUresult rc = PrepareAdd(out, handle, deps, count, &graph); rc != CUDA_SUCCESS) return rc;
+  auto node = std::make_unique<GraphNode>();
+  node->type = GraphNode::Type::kEmpty;
+  *out = AddNode(*graph, std::move(node));
+  return CUDA_SUCCESS;
+}
+
+// An allocation node in `graph`. The address is fixed at node creation, as the driver reserves
+// the virtual range then; no memory is taken until an executable graph is launched.
+CUresult AddMemAlloc(Graph& graph, const CUmemPoolProps& props, const CUmemAccessDesc* access, size_t access_count,
+                     uint64_t bytes, CUgraphNode* out, CUdeviceptr* dptr) {
+  if (bytes == 0 || graph.parent != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (props.allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props.handleTypes != CU_MEM_HANDLE_TYPE_NONE) {
+    return CUDA_ERROR_INVALID_VALUE;  // "handleTypes must be CU_MEM_HANDLE_TYPE_NONE. IPC is not supported."
+  }
+  // Host-located graph allocations are not simulated.
+  if (props.location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  const int device = props.location.id;
+  if (Runtime::Get().CheckDevice(device) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+  if (access_count > static_cast<size_t>(Runtime::Get().device_count()) || (access_count > 0 && access == nullptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const uint64_t length = Runtime::Get().RoundToGranularity(device, bytes);
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  auto node = std::make_unique<GraphNode>();
+  node->type = GraphNode::Type::kMemAlloc;
+  node->device = device;
+  node->bytes = bytes;
+  node->dptr = reinterpret_cast<CUdeviceptr>(base);
+  node->pool_props = props;
+  node->access.assign(access, access + access_count);
+  *dptr = node->dptr;
+  {
+    std::lock_guard lock(graph.mu);
+    graph.reserved_ranges.emplace_back(base, length);
+  }
+  *out = AddNode(graph, std::move(node));
+  return CUDA_SUCCESS;
+}
+
+CUresult AddMemFree(Graph& graph, CUdeviceptr dptr, CUgraphNode* out) {
+  if (graph.parent != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  bool allocated = false, freed = false;
+  FindMemoryNodes(graph, dptr, &allocated, &freed);
+  // Only graph allocations of this graph are simulated; each is freed at most once.
+  if (!allocated || freed) return CUDA_ERROR_INVALID_VALUE;
+  auto node = std::make_unique<GraphNode>();
+  node->type = GraphNode::Type::kMemFree;
+  node->dptr = dptr;
+  *out = AddNode(graph, std::move(node));
+  return CUDA_SUCCESS;
+}
+
+// A child graph node embedding a clone of `child` (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE).
+CUresult AddChildClone(Graph& graph, CUgraph child_handle, CUgraphNode* out) {
+  Graph* child = HandleRegistry::Get().Lookup<Graph>(child_handle, Kind::kGraph);
+  if (child == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (ContainsMemoryNodes(*child)) return CUDA_ERROR_NOT_SUPPORTED;
+  std::unique_ptr<Graph> copy = CloneTree(*child);
+  copy->parent = &graph;
+  auto node = std::make_unique<GraphNode>();
+  node->type = GraphNode::Type::kChildGraph;
+  node->child = copy.release();
+  *out = AddNode(graph, std::move(node));
+  return CUDA_SUCCESS;
+}
+
+// A child graph node that takes `child` itself (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE).
+CUresult AddChildMove(Graph& graph, CUgraph child_handle, CUgraphNode* out) {
+  Graph* child = HandleRegistry::Get().Lookup<Graph>(child_handle, Kind::kGraph);
+  if (child == nullptr || child->parent != nullptr) return CUDA_ERROR_INVALID_VALUE;  // already embedded
+  for (Graph* ancestor = &graph; ancestor != nullptr; ancestor = ancestor->parent) {
+    if (ancestor == child) return CUDA_ERROR_INVALID_VALUE;  // a graph cannot contain itself
+  }
+  // Memory nodes cannot be added to an embedded graph, moved ones included.
+  if (graph.parent != nullptr && ContainsMemoryNodes(*child)) return CUDA_ERROR_INVALID_VALUE;
+  auto node = std::make_unique<GraphNode>();
+  node->type = GraphNode::Type::kChildGraph;
+  node->child = child;
+  child->parent = &graph;
+  child->moved = true;
+  *out = AddNode(graph, std::move(node));
+  return CUDA_SUCCESS;
+}
+
+CUresult CheckEdges(const CUgraphEdgeData* edges, size_t count) {
+  if (edges == nullptr) return CUDA_SUCCESS;  // all default
+  for (size_t i = 0; i < count; ++i) {
+    const CUgraphEdgeData& edge = edges[i];
+    for (unsigned char byte : edge.reserved) {
+      if (byte != 0) return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Programmatic and port-specific edges order kernels more finely than the simulated
+    // timeline can: only full dependencies are simulated.
+    if (edge.from_port != 0 || edge.to_port != 0 || edge.type != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return CUDA_SUCCESS;
+}
+
+// cuGraphAddNode[_v2]: the node types the simulator has; the others exist in the driver but
+// are not simulated (CUDA_ERROR_NOT_SUPPORTED).
+CUresult AddGeneric(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, const CUgraphEdgeData* edges,
+                    size_t count, CUgraphNodeParams* params) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (params->reserved0[0] != 0 || params->reserved0[1] != 0 || params->reserved0[2] != 0 ||
+      params->reserved2 != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (CUresult rc = CheckEdges(edges, count); rc != CUDA_SUCCESS) return rc;
+  switch (params->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+      const CUDA_KERNEL_NODE_PARAMS_v3& k = params->kernel;
+      return AddKernelFrom(out, handle, deps, count, k, k.func != nullptr ? k.func : reinterpret_cast<CUfunction>(k.kern));
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      return AddEmpty(out, handle, deps, count);
+    default:
+      break;
+  }
+  Graph* graph = nullptr;
+  if (CUresult rc = PrepareAdd(out, handle, deps, count, &graph); rc != CUDA_SUCCESS) return rc;
+  switch (params->type) {
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+      CUDA_MEM_ALLOC_NODE_PARAMS_v2& a = params->alloc;
+      return AddMemAlloc(*graph, a.poolProps, a.accessDescs, a.accessDescCount, a.bytesize, out, &a.dptr);
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+      return AddMemFree(*graph, params->free.dptr, out);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+      switch (params->graph.ownership) {
+        case CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: return AddChildClone(*graph, params->graph.graph, out);
+        case CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: return AddChildMove(*graph, params->graph.graph, out);
+      }
+      return CUDA_ERROR_INVALID_VALUE;
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET:
+    case CU_GRAPH_NODE_TYPE_HOST:
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      return CUDA_ERROR_NOT_SUPPORTED;
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      break;  // handled above
+  }
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 void ChargeStats(int device, uint64_t bytes, bool add) {
@@ -103,47 +347,95 @@ void ChargeStats(int device, uint64_t bytes, bool add) {
   }
 }
 
-// Makes the executable graph's allocation nodes resident (charged) if they are not.
+void ReleasePortion(GraphExec::Portion& portion) {  // caller holds GraphMemory::mu
+  if (!portion.resident) return;
+  Runtime::Get().Credit(portion.device, portion.bytes);
+  ChargeStats(portion.device, portion.bytes, false);
+  portion.resident = false;
+}
+
+// Makes the executable graph's allocation nodes resident (charged) on every device, all or
+// nothing.
 CUresult MakeResident(GraphExec& exec) {
   std::lock_guard lock(GraphMemory::Get().mu);
-  if (exec.memory_resident || exec.resident_bytes == 0) return CUDA_SUCCESS;
-  if (!Runtime::Get().Charge(exec.resident_device, exec.resident_bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
-  exec.memory_resident = true;
-  ChargeStats(exec.resident_device, exec.resident_bytes, true);
+  std::vector<GraphExec::Portion*> charged;
+  for (GraphExec::Portion& portion : exec.portions) {
+    if (portion.resident) continue;
+    if (!Runtime::Get().Charge(portion.device, portion.bytes)) {
+      for (GraphExec::Portion* done : charged) ReleasePortion(*done);  // only what this call charged
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    portion.resident = true;
+    ChargeStats(portion.device, portion.bytes, true);
+    charged.push_back(&portion);
+  }
   return CUDA_SUCCESS;
 }
 
-void ReleaseResident(GraphExec& exec) {  // caller holds GraphMemory::mu
-  if (!exec.memory_resident) return;
-  Runtime::Get().Credit(exec.resident_device, exec.resident_bytes);
-  ChargeStats(exec.resident_device, exec.resident_bytes, false);
-  exec.memory_resident = false;
+// What an executable graph takes from its graph: the kernels in order and the memory per
+// device, child graphs included. Caller holds no graph lock.
+struct Flattened {
+  std::vector<KernelLaunch> kernels;
+  std::vector<GraphExec::Portion> portions;
+  std::vector<CUdeviceptr> allocated, freed;
+  bool memory_nodes = false;
+};
+
+void Flatten(Graph& graph, Flattened* out) {
+  std::lock_guard lock(graph.mu);
+  for (const auto& node : graph.nodes) {
+    switch (node->type) {
+      case GraphNode::Type::kKernel:
+        out->kernels.push_back(node->kernel);
+        break;
+      case GraphNode::Type::kMemAlloc: {
+        out->memory_nodes = true;
+        out->allocated.push_back(node->dptr);
+        const uint64_t bytes = Runtime::Get().RoundToGranularity(node->device, node->bytes);
+        auto portion = std::find_if(out->portions.begin(), out->portions.end(),
+                                    [&](const GraphExec::Portion& p) { return p.device == node->device; });
+        if (portion == out->portions.end()) {
+          out->portions.push_back({node->device, bytes, false});
+        } else {
+          portion->bytes += bytes;
+        }
+        break;
+      }
+      case GraphNode::Type::kMemFree:
+        out->memory_nodes = true;
+        out->freed.push_back(node->dptr);
+        break;
+      case GraphNode::Type::kChildGraph:
+        Flatten(*node->child, out);
+        break;
+      case GraphNode::Type::kEmpty:
+        break;
+    }
+  }
 }
 
 CUresult Instantiate(CUgraphExec* out, CUgraph handle) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Graph* graph = nullptr;
   if (CUresult rc = LookupGraph(handle, &graph); rc != CUDA_SUCCESS) return rc;
+  if (graph->moved) return CUDA_ERROR_INVALID_VALUE;  // owned by its parent now
   Context* ctx = nullptr;
   if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  Flattened flat;
+  Flatten(*graph, &flat);
   auto exec = std::make_unique<GraphExec>();
   exec->ctx = ctx;
-  exec->resident_device = ctx->device;
-  size_t allocs = 0, frees = 0;
-  {
+  exec->kernels = std::move(flat.kernels);
+  exec->portions = std::move(flat.portions);
+  exec->frees_all_allocations = std::all_of(flat.allocated.begin(), flat.allocated.end(), [&](CUdeviceptr dptr) {
+    return std::find(flat.freed.begin(), flat.freed.end(), dptr) != flat.freed.end();
+  });
+  if (flat.memory_nodes) {
     std::lock_guard lock(graph->mu);
-    for (const auto& node : graph->nodes) {
-      exec->nodes.push_back(*node);
-      if (node->type == GraphNode::Type::kMemAlloc) {
-        ++allocs;
-        exec->resident_bytes += Runtime::Get().RoundToGranularity(node->device, node->bytes);
-        exec->resident_device = node->device;
-      } else if (node->type == GraphNode::Type::kMemFree) {
-        ++frees;
-      }
-    }
+    if (graph->memory_exec != nullptr) return CUDA_ERROR_INVALID_VALUE;  // one executable graph at a time
+    graph->memory_exec = exec.get();
+    exec->source = graph;
   }
-  exec->frees_all_allocations = allocs == frees;
   HandleRegistry::Get().Insert(exec.get(), Kind::kGraphExec);
   std::lock_guard lock(GraphMemory::Get().mu);
   GraphMemory::Get().execs.push_back(exec.get());
@@ -160,15 +452,28 @@ CUresult Launch(CUgraphExec handle, CUstream stream_handle, bool per_thread, boo
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (CUresult rc = MakeResident(*exec); rc != CUDA_SUCCESS) return rc;
   if (upload_only) return CUDA_SUCCESS;
-  for (const GraphNode& node : exec->nodes) {
-    if (node.type != GraphNode::Type::kKernel) continue;
-    Runtime::Get().EnqueueWork(*stream, fgpu::sim::cuda::KernelDurationNs(node.kernel, stream->ctx->device));
+  for (const KernelLaunch& kernel : exec->kernels) {
+    Runtime::Get().EnqueueWork(*stream, fgpu::sim::cuda::KernelDurationNs(kernel, stream->ctx->device));
   }
   exec->last_launch_end_ns.store(Runtime::Get().ReadyTime(*stream));
   return CUDA_SUCCESS;
 }
 
 }  // namespace
+
+namespace fgpu::sim::cuda {
+
+CUresult CaptureMemAlloc(Graph& graph, const CUmemPoolProps& pool_props, uint64_t bytes, CUdeviceptr* dptr) {
+  CUgraphNode node = nullptr;
+  return AddMemAlloc(graph, pool_props, nullptr, 0, bytes, &node, dptr);
+}
+
+CUresult CaptureMemFree(Graph& graph, CUdeviceptr dptr) {
+  CUgraphNode node = nullptr;
+  return AddMemFree(graph, dptr, &node);
+}
+
+}  // namespace fgpu::sim::cuda
 
 extern "C" {
 
@@ -184,75 +489,118 @@ CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
 CUresult cuGraphDestroy(CUgraph hGraph) {
   Graph* graph = nullptr;
   if (CUresult rc = LookupGraph(hGraph, &graph); rc != CUDA_SUCCESS) return rc;
-  HandleRegistry::Get().Erase(graph);
-  for (const auto& node : graph->nodes) HandleRegistry::Get().Erase(node.get());
-  for (auto [base, length] : graph->reserved_ranges) munmap(base, length);
-  delete graph;
+  if (graph->parent != nullptr) return CUDA_ERROR_INVALID_VALUE;  // owned by its child graph node
+  delete graph;  // its executable graphs keep what they took from it
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphClone(CUgraph* phGraphClone, CUgraph originalGraph) {
+  if (phGraphClone == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Graph* graph = nullptr;
+  if (CUresult rc = LookupGraph(originalGraph, &graph); rc != CUDA_SUCCESS) return rc;
+  if (ContainsMemoryNodes(*graph)) return CUDA_ERROR_NOT_SUPPORTED;
+  *phGraphClone = reinterpret_cast<CUgraph>(CloneTree(*graph).release());
   return CUDA_SUCCESS;
 }
 
 CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                  size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const unsigned grid[3] = {nodeParams->gridDimX, nodeParams->gridDimY, nodeParams->gridDimZ};
-  const unsigned block[3] = {nodeParams->blockDimX, nodeParams->blockDimY, nodeParams->blockDimZ};
   CUfunction func = nodeParams->func != nullptr ? nodeParams->func : reinterpret_cast<CUfunction>(nodeParams->kern);
-  return AddKernel(phGraphNode, hGraph, dependencies, numDependencies, func, grid, block, nodeParams->sharedMemBytes,
-                   nodeParams->kernelParams, nodeParams->extra);
+  return AddKernelFrom(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams, func);
 }
 
 CUresult cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                               size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const unsigned grid[3] = {nodeParams->gridDimX, nodeParams->gridDimY, nodeParams->gridDimZ};
-  const unsigned block[3] = {nodeParams->blockDimX, nodeParams->blockDimY, nodeParams->blockDimZ};
-  return AddKernel(phGraphNode, hGraph, dependencies, numDependencies, nodeParams->func, grid, block,
-                   nodeParams->sharedMemBytes, nodeParams->kernelParams, nodeParams->extra);
+  return AddKernelFrom(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams, nodeParams->func);
+}
+
+CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                             size_t numDependencies) {
+  return AddEmpty(phGraphNode, hGraph, dependencies, numDependencies);
 }
 
 CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                 size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams) {
-  if (phGraphNode == nullptr || nodeParams == nullptr || nodeParams->bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Graph* graph = nullptr;
-  if (CUresult rc = LookupGraph(hGraph, &graph); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = CheckDependencies(dependencies, numDependencies); rc != CUDA_SUCCESS) return rc;
-  const CUmemLocation& location = nodeParams->poolProps.location;
-  if (location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult rc = Runtime::Get().CheckDevice(location.id); rc != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
-  // The address is fixed at node creation, as the driver reserves the virtual range then.
-  const uint64_t length = Runtime::Get().RoundToGranularity(location.id, nodeParams->bytesize);
-  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
-  auto node = std::make_unique<GraphNode>();
-  node->type = GraphNode::Type::kMemAlloc;
-  node->device = location.id;
-  node->bytes = nodeParams->bytesize;
-  node->dptr = reinterpret_cast<CUdeviceptr>(base);
-  nodeParams->dptr = node->dptr;
-  {
-    std::lock_guard lock(graph->mu);
-    graph->reserved_ranges.emplace_back(base, length);
+  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, dependencies, numDependencies, &graph); rc != CUDA_SUCCESS) {
+    return rc;
   }
-  *phGraphNode = AddNode(*graph, std::move(node));
-  return CUDA_SUCCESS;
+  return AddMemAlloc(*graph, nodeParams->poolProps, nodeParams->accessDescs, nodeParams->accessDescCount,
+                     nodeParams->bytesize, phGraphNode, &nodeParams->dptr);
 }
 
 CUresult cuGraphAddMemFreeNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                size_t numDependencies, CUdeviceptr dptr) {
-  if (phGraphNode == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Graph* graph = nullptr;
-  if (CUresult rc = LookupGraph(hGraph, &graph); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = CheckDependencies(dependencies, numDependencies); rc != CUDA_SUCCESS) return rc;
-  bool known = false;
-  {
-    std::lock_guard lock(graph->mu);
-    for (const auto& node : graph->nodes) known |= node->type == GraphNode::Type::kMemAlloc && node->dptr == dptr;
+  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, dependencies, numDependencies, &graph); rc != CUDA_SUCCESS) {
+    return rc;
   }
-  if (!known) return CUDA_ERROR_INVALID_VALUE;  // only graph allocations of this graph are simulated
-  auto node = std::make_unique<GraphNode>();
-  node->type = GraphNode::Type::kMemFree;
-  node->dptr = dptr;
-  *phGraphNode = AddNode(*graph, std::move(node));
+  return AddMemFree(*graph, dptr, phGraphNode);
+}
+
+CUresult cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                  size_t numDependencies, CUgraph childGraph) {
+  Graph* graph = nullptr;
+  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, dependencies, numDependencies, &graph); rc != CUDA_SUCCESS) {
+    return rc;
+  }
+  return AddChildClone(*graph, childGraph, phGraphNode);
+}
+
+CUresult cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                        size_t numDependencies, CUgraphNodeParams* nodeParams) {
+  return AddGeneric(phGraphNode, hGraph, dependencies, nullptr, numDependencies, nodeParams);
+}
+
+CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                           const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                           CUgraphNodeParams* nodeParams) {
+  return AddGeneric(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+}
+
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
+  GraphNode* node = nullptr;
+  if (CUresult rc = LookupNode(hNode, &node); rc != CUDA_SUCCESS) return rc;
+  if (type == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (node->type) {
+    case GraphNode::Type::kKernel: *type = CU_GRAPH_NODE_TYPE_KERNEL; break;
+    case GraphNode::Type::kMemAlloc: *type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; break;
+    case GraphNode::Type::kMemFree: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
+    case GraphNode::Type::kEmpty: *type = CU_GRAPH_NODE_TYPE_EMPTY; break;
+    case GraphNode::Type::kChildGraph: *type = CU_GRAPH_NODE_TYPE_GRAPH; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS* params_out) {
+  GraphNode* node = nullptr;
+  if (CUresult rc = LookupNode(hNode, &node); rc != CUDA_SUCCESS) return rc;
+  if (params_out == nullptr || node->type != GraphNode::Type::kMemAlloc) return CUDA_ERROR_INVALID_VALUE;
+  std::memset(params_out, 0, sizeof(*params_out));
+  params_out->poolProps = node->pool_props;
+  params_out->accessDescs = node->access.empty() ? nullptr : node->access.data();  // valid while the node lives
+  params_out->accessDescCount = node->access.size();
+  params_out->bytesize = node->bytes;
+  params_out->dptr = node->dptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr* dptr_out) {
+  GraphNode* node = nullptr;
+  if (CUresult rc = LookupNode(hNode, &node); rc != CUDA_SUCCESS) return rc;
+  if (dptr_out == nullptr || node->type != GraphNode::Type::kMemFree) return CUDA_ERROR_INVALID_VALUE;
+  *dptr_out = node->dptr;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph* phGraph) {
+  GraphNode* node = nullptr;
+  if (CUresult rc = LookupNode(hNode, &node); rc != CUDA_SUCCESS) return rc;
+  if (phGraph == nullptr || node->type != GraphNode::Type::kChildGraph) return CUDA_ERROR_INVALID_VALUE;
+  *phGraph = reinterpret_cast<CUgraph>(node->child);  // not a copy: owned by the node
   return CUDA_SUCCESS;
 }
 
@@ -314,9 +662,15 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   auto* exec = HandleRegistry::Get().Lookup<GraphExec>(hGraphExec, Kind::kGraphExec);
   if (exec == nullptr) return CUDA_ERROR_INVALID_VALUE;
   HandleRegistry::Get().Erase(exec);
+  // Its graph may be instantiated again. (A graph destroyed meanwhile left the registry; a new
+  // graph at the same address never names this exec.)
+  if (exec->source != nullptr && HandleRegistry::Get().Is(exec->source, Kind::kGraph)) {
+    std::lock_guard lock(exec->source->mu);
+    if (exec->source->memory_exec == exec) exec->source->memory_exec = nullptr;
+  }
   {
     std::lock_guard lock(GraphMemory::Get().mu);
-    ReleaseResident(*exec);
+    for (GraphExec::Portion& portion : exec->portions) ReleasePortion(portion);
     std::erase(GraphMemory::Get().execs, exec);
   }
   delete exec;
@@ -329,8 +683,9 @@ CUresult cuDeviceGraphMemTrim(CUdevice device) {
   const uint64_t now = SharedDevices::NowNs();
   std::lock_guard lock(GraphMemory::Get().mu);
   for (GraphExec* exec : GraphMemory::Get().execs) {
-    if (exec->resident_device == device && exec->frees_all_allocations && exec->last_launch_end_ns.load() <= now) {
-      ReleaseResident(*exec);
+    if (!exec->frees_all_allocations || exec->last_launch_end_ns.load() > now) continue;
+    for (GraphExec::Portion& portion : exec->portions) {
+      if (portion.device == device) ReleasePortion(portion);
     }
   }
   return CUDA_SUCCESS;

@@ -7,13 +7,15 @@
 // goes back to the device after a synchronisation (TrimPoolsAfterSync) or on
 // cuMemPoolTrimTo. Allocations are placed immediately: simulated kernels compute
 // nothing, so an allocation that exists early is indistinguishable from one that
-// waits for its stream.
+// waits for its stream. On a capturing stream the allocator allocates nothing: its calls
+// become the capture graph's allocation and free nodes (api_graph.h).
 #include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/api_graph.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 
@@ -176,10 +178,7 @@ CUresult AllocateLocked(MemPool* pool, Context* ctx, uint64_t bytes, CUdeviceptr
 
 CUresult ResolveForAllocator(CUstream handle, bool per_thread, Stream** stream) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, stream); rc != CUDA_SUCCESS) return rc;
-  // Captured allocations become graph allocation nodes, which the graph code adds.
-  if ((*stream)->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  return CUDA_SUCCESS;
+  return Runtime::Get().ResolveStream(handle, per_thread, stream);
 }
 
 CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, bool use_current_pool,
@@ -187,9 +186,16 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, b
   Stream* stream = nullptr;
   if (CUresult rc = ResolveForAllocator(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(Table().mu);
+  std::unique_lock lock(Table().mu);
   MemPool* pool = use_current_pool ? CurrentPool(stream->ctx->device) : Lookup(pool_handle);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (Graph* graph = stream->capture.load()) {
+    // Captured: an allocation node with the pool's properties, owned by the graph, not the
+    // pool. Nothing is allocated until an executable graph of it is launched.
+    const CUmemPoolProps props = pool->props;
+    lock.unlock();
+    return CaptureMemAlloc(*graph, props, bytes, dptr);
+  }
   return AllocateLocked(pool, stream->ctx, bytes, dptr);
 }
 
@@ -197,6 +203,8 @@ CUresult FreeAsync(CUdeviceptr dptr, CUstream handle, bool per_thread) {
   Stream* stream = nullptr;
   if (CUresult rc = ResolveForAllocator(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
+  // Captured: a free node, which must free an allocation of the capture graph.
+  if (Graph* graph = stream->capture.load()) return CaptureMemFree(*graph, dptr);
   const auto removed =
       MemoryRegistry::Get().Erase(dptr, [](const Allocation& a) { return a.kind == AllocKind::kAsync; });
   if (!removed) return CUDA_ERROR_INVALID_VALUE;

@@ -29,6 +29,7 @@ enum class Kind : uint8_t {
 
 struct Context;
 struct Graph;
+struct GraphExec;
 
 struct Stream {
   Context* ctx = nullptr;
@@ -97,29 +98,48 @@ struct KernelLaunch {
 };
 
 struct GraphNode {
-  enum class Type : uint8_t { kKernel, kMemAlloc, kMemFree, kEmpty } type = Type::kEmpty;
+  enum class Type : uint8_t { kKernel, kMemAlloc, kMemFree, kEmpty, kChildGraph } type = Type::kEmpty;
   KernelLaunch kernel;
   int device = 0;
   uint64_t bytes = 0;         // kMemAlloc: requested size
   CUdeviceptr dptr = 0;       // kMemAlloc: address handed out; kMemFree: address freed
+  CUmemPoolProps pool_props{};             // kMemAlloc: as created (cuGraphMemAllocNodeGetParams)
+  std::vector<CUmemAccessDesc> access;     // kMemAlloc: peer access descriptors
+  Graph* child = nullptr;     // kChildGraph: the embedded graph, owned by this node
 };
 
+// A graph's destructor (api_graph.cc) also destroys its child graphs, erases its nodes' and
+// child graphs' handles and unmaps the address ranges of its allocation nodes.
 struct Graph {
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();
   std::mutex mu;
   std::vector<std::unique_ptr<GraphNode>> nodes;  // in dependency (insertion) order
   // Address ranges reserved for memory-allocation nodes, unmapped with the graph.
   std::vector<std::pair<void*, size_t>> reserved_ranges;
+  // Non-null: embedded in a child graph node of `parent` (cloned into it, or moved), owned by
+  // that node.
+  Graph* parent = nullptr;
+  bool moved = false;  // embedded with CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE
+  // The live executable graph of a graph with memory nodes (the driver allows one at a time).
+  GraphExec* memory_exec = nullptr;
 };
 
 struct GraphExec {
   Context* ctx = nullptr;
-  std::vector<GraphNode> nodes;
-  // Graph memory: charged on first launch, kept until trim or destroy (as the
+  std::vector<KernelLaunch> kernels;  // every kernel node, child graphs flattened, in order
+  // Graph memory, per device: charged on first launch, kept until trim or destroy (as the
   // driver's graph memory pool keeps it).
-  bool memory_resident = false;
-  uint64_t resident_bytes = 0;
-  int resident_device = 0;
+  struct Portion {
+    int device = 0;
+    uint64_t bytes = 0;  // allocation nodes on `device`, each rounded up to the granularity
+    bool resident = false;
+  };
+  std::vector<Portion> portions;
   bool frees_all_allocations = false;  // every alloc node has a matching free node
+  Graph* source = nullptr;             // the graph it was instantiated from, if it has memory nodes
   std::atomic<uint64_t> last_launch_end_ns{0};
 };
 
