@@ -42,7 +42,10 @@ int RunSimReset(const SimResetOptions& options);
 
 // fgpu run --memory SIZE [--device N|UUID] -- CMD ARGS...
 struct RunOptions {
-  std::string memory;
+  std::string memory = "100%";
+  std::string compute = "100";
+  std::string compute_mode = "share";
+  std::string tier = "standard";
   std::string device = "0";
   std::vector<std::string> command;
 };

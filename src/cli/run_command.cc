@@ -1,6 +1,7 @@
 // fgpu run: a private slice on one GPU for one command, with no agent.
 //
-// Makes a slice (src/slice) capped at --memory on the chosen GPU, runs the command with the
+// Makes a slice (src/slice) capped at --memory, with --compute/--compute-mode/--tier, on the
+// chosen GPU, runs the command with the
 // interposer preloaded (LD_PRELOAD=libfgpu.so), FGPU_SLICE naming the slice and only that GPU
 // visible, waits for it, forwards the signals a terminal or a job runner sends, removes the
 // slice, and exits with the command's status. Composes with the simulator: under
@@ -23,6 +24,7 @@
 #include "cli/run_plan.h"
 #include "cli/sim_dir.h"
 #include "core/units.h"
+#include "slice/compute_spec.h"
 #include "slice/slice.h"
 
 namespace fgpu::cli {
@@ -91,11 +93,19 @@ int WaitForChild(pid_t child) {
 
 CLI::App* AddRunFlags(CLI::App& root, RunOptions* options) {
   CLI::App* run = root.add_subcommand("run", "Run a program in a private GPU slice with an enforced memory cap");
-  run->add_option("--memory", options->memory, "Memory cap: 512MiB, 10GiB, 1.5GiB, or 40% of the GPU")->required();
+  run->add_option("--memory", options->memory, "Memory cap: 512MiB, 10GiB, 1.5GiB, or 40% of the GPU")
+      ->default_val("100%");
+  run->add_option("--compute", options->compute, "Compute share: percent of the GPU's time, 1-100")
+      ->default_val("100");
+  run->add_option("--compute-mode", options->compute_mode,
+                  "cap: never more than the share; share: at least the share, idle time too")
+      ->default_val("share");
+  run->add_option("--tier", options->tier, "Priority beside other slices: latency, standard or batch")
+      ->default_val("standard");
   run->add_option("--device", options->device, "The GPU: NVML index (as nvidia-smi numbers them) or UUID")
       ->default_val("0");
   run->add_option("command", options->command, "The program and its arguments, after `--`")->required();
-  run->footer("Example: fgpu run --memory 10GiB -- python3 serve.py\n"
+  run->footer("Example: fgpu run --memory 10GiB --compute 30 -- python3 serve.py\n"
               "On a machine without a GPU: fgpu sim run -- fgpu run --memory 4GiB -- ./my_cuda_program");
   return run;
 }
@@ -111,6 +121,15 @@ int RunRun(const RunOptions& options) {
     std::cerr << "fgpu run: " << cap.status().message() << "\n";
     return kExitUsage;
   }
+  Result<uint32_t> share = ParseComputeShare(options.compute);
+  Result<slice::ComputeMode> mode = slice::ParseComputeMode(options.compute_mode);
+  Result<slice::Tier> tier = slice::ParseTier(options.tier);
+  for (const Status& status : {share.status(), mode.status(), tier.status()}) {
+    if (!status.ok()) {
+      std::cerr << "fgpu run: " << status.message() << "\n";
+      return kExitUsage;
+    }
+  }
   Result<std::string> hook = ResolveHookLibrary();
   if (!hook.ok()) {
     std::cerr << "fgpu run: " << hook.status().message() << "\n";
@@ -118,7 +137,8 @@ int RunRun(const RunOptions& options) {
   }
   slice::SliceSpec spec;
   spec.id = "run-" + std::to_string(getpid());
-  spec.devices.push_back({gpu->uuid, *cap, 100});
+  spec.devices.push_back({.uuid = gpu->uuid, .memory_cap = *cap, .compute_share = *share,
+                          .compute_mode = *mode, .tier = *tier});
   const std::string dir = SliceParentDir() + "/" + spec.id;
   Result<slice::SliceAdmin> admin = CreateSlice(dir, spec);
   if (!admin.ok()) {

@@ -45,4 +45,17 @@ std::string HookLibraryBeside(const std::string& executable_path) {
       .string();
 }
 
+Result<uint32_t> ParseComputeShare(const std::string& text) {
+  std::string digits = text;
+  if (!digits.empty() && digits.back() == '%') digits.pop_back();
+  uint32_t value = 0;
+  const bool numeric = !digits.empty() && digits.size() <= 3 &&
+                       digits.find_first_not_of("0123456789") == std::string::npos;
+  if (numeric) value = static_cast<uint32_t>(std::stoul(digits));
+  if (!numeric || value < 1 || value > 100) {
+    return Status::InvalidArgument("compute share must be a percentage from 1 to 100, got '" + text + "'");
+  }
+  return value;
+}
+
 }  // namespace fgpu::cli

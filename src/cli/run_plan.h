@@ -14,6 +14,9 @@ namespace fgpu::cli {
 // has, and malformed values are InvalidArgument naming the input.
 Result<uint64_t> ParseMemoryLimit(const std::string& text, uint64_t device_total);
 
+// A compute share: "30" or "30%", 1..100. Anything else is InvalidArgument naming the input.
+Result<uint32_t> ParseComputeShare(const std::string& text);
+
 using Environment = std::vector<std::pair<std::string, std::string>>;
 
 // The workload's environment additions: the interposer first in LD_PRELOAD (`ld_preload`

@@ -45,3 +45,24 @@ TEST(RunPlan, HookLibrarySitsBesideTheBinary) {
 
 }  // namespace
 }  // namespace fgpu::cli
+
+namespace fgpu::cli {
+namespace {
+
+TEST(ComputeShareTest, AcceptsPercentagesFromOneToHundred) {
+  EXPECT_EQ(*ParseComputeShare("30"), 30u);
+  EXPECT_EQ(*ParseComputeShare("30%"), 30u);
+  EXPECT_EQ(*ParseComputeShare("1"), 1u);
+  EXPECT_EQ(*ParseComputeShare("100%"), 100u);
+}
+
+TEST(ComputeShareTest, RefusesEverythingElseNamingTheInput) {
+  for (const char* bad : {"", "0", "101", "-5", "50.5", "abc", "%", "1000", "30%%"}) {
+    const Result<uint32_t> share = ParseComputeShare(bad);
+    ASSERT_FALSE(share.ok()) << bad;
+    EXPECT_NE(share.status().message().find(std::string("'") + bad + "'"), std::string::npos) << share.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace fgpu::cli

@@ -1,6 +1,7 @@
 // Exported wrappers: context creation and teardown. The device memory a context takes is
 // measured and charged (hook/context_accounting.h); destroying, releasing the last reference to,
 // or resetting a context credits it with everything it owned.
+#include "hook/compute_gate.h"
 #include "hook/exports.h"
 #include "hook/memory_hook.h"
 
@@ -20,6 +21,7 @@ CUresult CreateContext(CUcontext* pctx, CUdevice dev, Create&& create) {
 
 template <typename Destroy>
 CUresult DestroyContext(CUcontext ctx, Destroy&& destroy) {
+  fgpu::hook::ComputeContextClosing(ctx, -1);
   MemoryHook* hook = EnforcingMemoryHook();
   if (hook == nullptr) return destroy(ctx);
   return hook->contexts().Destroy(ctx, destroy);
@@ -27,6 +29,7 @@ CUresult DestroyContext(CUcontext ctx, Destroy&& destroy) {
 
 template <typename Release>
 CUresult ReleasePrimary(CUdevice dev, Release&& release) {
+  fgpu::hook::ComputeContextClosing(nullptr, dev);
   MemoryHook* hook = EnforcingMemoryHook();
   if (hook == nullptr) return release(dev);
   return hook->contexts().ReleasePrimary(dev, release);
@@ -34,6 +37,7 @@ CUresult ReleasePrimary(CUdevice dev, Release&& release) {
 
 template <typename Reset>
 CUresult ResetPrimary(CUdevice dev, Reset&& reset) {
+  fgpu::hook::ComputeContextClosing(nullptr, dev);
   MemoryHook* hook = EnforcingMemoryHook();
   if (hook == nullptr) return reset(dev);
   return hook->contexts().ResetPrimary(dev, reset);

@@ -1,8 +1,8 @@
 // The launch wrappers' slow path, kept out of line (noinline, another file) so the exported
 // fast path stays a load, a test and a tail call. One function per variant, with exactly the
 // wrapper's prototype, so the fast path reaches it by a plain jump too (no argument is moved).
-// Today it is taken only before init has resolved the real entry point; compute shares will
-// put their throttling here.
+// Taken before init has resolved the real entry point, and whenever compute shares are armed
+// (compute_gate.h).
 #pragma once
 
 #include "core/abi/cuda_types.h"

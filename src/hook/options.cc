@@ -32,14 +32,20 @@ bool MeansYes(const char* value) {
 
 void ReadOptions(const char* const* env, Options* options) {
   *options = Options{};
+  std::memcpy(options->compute_dir, kDefaultComputeDir, std::strlen(kDefaultComputeDir) + 1);
   if (env == nullptr) return;
   // The first definition wins, as getenv would answer.
   bool seen_disable = false;
   bool seen_slice = false;
+  bool seen_compute_dir = false;
   for (const char* const* entry = env; *entry != nullptr; ++entry) {
     if (const char* value = ValueOf(*entry, kDisableEnv); value != nullptr && !seen_disable) {
       seen_disable = true;
       options->disabled = MeansYes(value);
+    } else if (const char* boards = ValueOf(*entry, kComputeDirEnv); boards != nullptr && !seen_compute_dir) {
+      seen_compute_dir = true;
+      const size_t length = std::strlen(boards);
+      if (length > 0 && length < sizeof(options->compute_dir)) std::memcpy(options->compute_dir, boards, length + 1);
     } else if (const char* dir = ValueOf(*entry, slice::kSliceEnv); dir != nullptr && !seen_slice) {
       seen_slice = true;
       const size_t length = std::strlen(dir);

@@ -10,6 +10,7 @@
 // - FGPU_SLICE: the slice directory, copied into the Options (the application may later
 //   setenv/unsetenv; our copy stays valid). Empty counts as unset; a path that does not fit
 //   is reported as too long rather than truncated into another path.
+// - FGPU_COMPUTE_DIR: the compute boards' directory; unset, empty or too long = the default.
 #pragma once
 
 #include <climits>
@@ -22,9 +23,13 @@ struct Options {
   bool slice_set = false;      // FGPU_SLICE present and non-empty
   bool slice_too_long = false; // FGPU_SLICE longer than slice_dir can hold
   char slice_dir[PATH_MAX] = {};
+  // FGPU_COMPUTE_DIR: where the per-GPU compute boards live (docs/compute.md); empty = default.
+  char compute_dir[PATH_MAX] = {};
 };
 
 inline constexpr const char* kDisableEnv = "FGPU_DISABLE";
+inline constexpr const char* kComputeDirEnv = "FGPU_COMPUTE_DIR";
+inline constexpr const char* kDefaultComputeDir = "/dev/shm/fgpu-compute";
 
 void ReadOptions(const char* const* env, Options* options);
 

@@ -76,3 +76,15 @@ TEST(OptionsTest, OverlongSliceIsReportedNotTruncated) {
 
 }  // namespace
 }  // namespace fgpu::hook
+
+namespace fgpu::hook {
+namespace {
+
+TEST(OptionsTest, ComputeDirDefaultsAndCanBeSet) {
+  EXPECT_STREQ(Read({"PATH=/bin"}).compute_dir, kDefaultComputeDir);
+  EXPECT_STREQ(Read({"FGPU_COMPUTE_DIR="}).compute_dir, kDefaultComputeDir);
+  EXPECT_STREQ(Read({"FGPU_COMPUTE_DIR=/tmp/boards", "FGPU_COMPUTE_DIR=/other"}).compute_dir, "/tmp/boards");
+}
+
+}  // namespace
+}  // namespace fgpu::hook

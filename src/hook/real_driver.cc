@@ -92,7 +92,7 @@ void* LoadLibrary(const char* soname, size_t count, const char* (*name_of)(size_
 void Init() {
   InitScope scope;
   State& state = g_hook_state;
-  Options options;
+  Options& options = state.options;
   ReadOptions(environ, &options);
 
   for (size_t i = 0; i < kCudaSymbolCount; ++i) g_cuda_wrappers[i] = CudaWrapperAddress(static_cast<CudaSymbol>(i));

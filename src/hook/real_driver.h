@@ -15,6 +15,7 @@
 
 #include "core/abi/cuda_types.h"
 #include "core/abi/nvml_types.h"
+#include "hook/options.h"
 
 namespace fgpu::slice {
 class Ledger;
@@ -46,6 +47,7 @@ struct State {
   Mode mode = Mode::kFailed;
   slice::Ledger* ledger = nullptr;
   CUresult init_error = CUDA_ERROR_NOT_INITIALIZED;  // what cuInit returns in kFailed
+  Options options;  // as read at init (the slice and compute board directories)
   void* real_cuda[static_cast<size_t>(CudaSymbol::kCount)] = {};
   void* real_nvml[static_cast<size_t>(NvmlSymbol::kCount)] = {};
 };

@@ -62,7 +62,7 @@ TEST(SymbolMapTest, WrappersAreDistinct) {
 
 TEST(SymbolMapTest, OtherNamesAreNotHooked) {
   HookedSymbol found;
-  for (const char* name : {"cuDeviceGet", "cuMemAlloc_v3", "cuMemAlloc_v", "cuMemAlloc_v22", "cuLaunchKernelEx",
+  for (const char* name : {"cuDeviceGet", "cuMemAlloc_v3", "cuMemAlloc_v", "cuMemAlloc_v22", "cuLaunchKernelExX",
                            "cublasCreate_v2", "nvmlInit_v2", "nvmlDeviceGetMemoryInfo_v3", "malloc", "", "c",
                            "zzzz", "cuInitX", "cuIni"}) {
     EXPECT_FALSE(FindHookedName(name, &found)) << name;

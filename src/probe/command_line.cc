@@ -16,6 +16,9 @@ constexpr uint64_t kMaxCount = 100000;
 constexpr uint64_t kMaxHoldMs = 24ull * 3600 * 1000;
 constexpr uint64_t kMaxKernelUs = 10'000'000;
 constexpr double kMaxSpinSeconds = 24 * 3600;
+constexpr uint64_t kMaxSpinDepth = 1024;
+constexpr uint64_t kMaxGraphKernels = 1024;
+constexpr uint64_t kMaxWindowMs = 60'000;
 
 // Splits `--name VALUE` / `--name=VALUE` pairs; rejects anything else.
 bool ParseOptions(const std::vector<std::string>& args, size_t begin, size_t end,
@@ -75,6 +78,15 @@ class OptionReader {
       return Fail(name, text, "a number above " + Number(min_exclusive) + " and at most " + Number(max));
     }
     *out = value;
+    return true;
+  }
+
+  // 0 or 1.
+  bool Flag(const char* name, bool* out) {
+    std::string text;
+    if (!Take(name, &text)) return true;
+    if (text != "0" && text != "1") return Fail(name, text, "0 or 1");
+    *out = text == "1";
     return true;
   }
 
@@ -162,9 +174,15 @@ bool ParseCommandOptions(OptionReader* reader, CommandLine* line) {
       // --duty and --seconds are required: a default would hide a typo in a share measurement.
       if (!reader->Double("duty", true, 0, 100, &line->spin.duty_percent) ||
           !reader->Double("seconds", true, 0, kMaxSpinSeconds, &line->spin.seconds) ||
-          !reader->Uint("kernel-us", 1, kMaxKernelUs, &line->spin.kernel_us)) {
+          !reader->Uint("kernel-us", 1, kMaxKernelUs, &line->spin.kernel_us) ||
+          !reader->Uint("depth", 1, kMaxSpinDepth, &line->spin.depth) ||
+          !reader->Flag("sync-each", &line->spin.sync_each) ||
+          !reader->Uint("graph-kernels", 0, kMaxGraphKernels, &line->spin.graph_kernels) ||
+          !reader->Uint("window-ms", 0, kMaxWindowMs, &line->spin.window_ms)) {
         return false;
       }
+      // Graph launches need the graph entry points, looked up only then (driver_table.h).
+      if (line->spin.graph_kernels > 0) line->session.entries = DriverEntrySet::kWithGraphs;
       break;
     }
   }
@@ -194,7 +212,8 @@ const char* UsageText() {
          "global options:\n"
          "  --device N          CUDA device ordinal (default 0)\n"
          "  --lookup MODE       how every driver entry point is obtained (default procaddress_v2)\n"
-         "  --cuda-version V    cudaVersion passed to cuGetProcAddress (default 12000, minimum 11020)\n"
+         "  --cuda-version V    cudaVersion passed to cuGetProcAddress (default 12000, minimum 11020;\n"
+         "                      12000 for spin --graph-kernels)\n"
          "\n"
          "commands:\n"
          "  info                                  device, memory and NVML facts\n"
@@ -202,8 +221,13 @@ const char* UsageText() {
          "                                        allocate K blocks, hold T ms, free them\n"
          "  fill [--api API] [--chunk SIZE] [--hold-ms T]\n"
          "                                        allocate chunks (default 256MiB) until the first failure\n"
-         "  spin --duty PCT --seconds S [--kernel-us K]\n"
-         "                                        launch K-us kernels (default 1000) at PCT% duty for S s\n"
+         "  spin --duty PCT --seconds S [--kernel-us K] [--depth N] [--sync-each 0|1]\n"
+         "       [--graph-kernels G] [--window-ms W]\n"
+         "                                        launch K-us kernels (default 1000) at PCT% duty for S s,\n"
+         "                                        at most N launches in flight (default 2, max 1024);\n"
+         "                                        --sync-each 1: cuStreamSynchronize after every launch;\n"
+         "                                        G >= 1: each launch is a CUDA graph of G chained kernels\n"
+         "                                        (max 1024); W > 0: duty of every W-ms window (max 60000)\n"
          "  symbols                               what cuGetProcAddress returns for a fixed list of names\n"
          "\n"
          "API: mem_alloc (default), pitch, managed, vmm, async, pool, array, array3d, mipmapped\n"
@@ -236,14 +260,6 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args, CommandLine*
   }
   line->session.device = static_cast<int>(device);
   line->session.cuda_version = static_cast<int>(cuda_version);
-  const bool uses_getter = line->session.lookup == LookupMode::kProcAddress ||
-                           line->session.lookup == LookupMode::kProcAddressV2;
-  if (uses_getter && line->session.cuda_version < MinimumCudaVersion()) {
-    // Below this the driver hands out older ABIs (or nothing) for entry points we call.
-    *error = "--cuda-version " + std::to_string(cuda_version) + " is older than " +
-             std::to_string(MinimumCudaVersion()) + ", the first version with every entry point the probe calls";
-    return ParseOutcome::kUsageError;
-  }
 
   if (!ParseCommandName(args[command_at], &line->command)) {
     *error = "unknown command '" + args[command_at] + "'";
@@ -253,6 +269,18 @@ ParseOutcome ParseCommandLine(const std::vector<std::string>& args, CommandLine*
   if (!ParseOptions(args, command_at + 1, args.size(), &command_options, error)) return ParseOutcome::kUsageError;
   OptionReader reader(std::move(command_options), error);
   if (!ParseCommandOptions(&reader, line)) return ParseOutcome::kUsageError;
+
+  // Checked once the command has chosen its entry points (the graph ones need 12.0).
+  const bool uses_getter = line->session.lookup == LookupMode::kProcAddress ||
+                           line->session.lookup == LookupMode::kProcAddressV2;
+  const int minimum = MinimumCudaVersion(line->session.entries);
+  if (uses_getter && line->session.cuda_version < minimum) {
+    // Below this the driver hands out older ABIs (or nothing) for entry points we call.
+    *error = "--cuda-version " + std::to_string(cuda_version) + " is older than " + std::to_string(minimum) +
+             ", the first version with every entry point the probe calls" +
+             (line->session.entries == DriverEntrySet::kWithGraphs ? " (with graphs)" : "");
+    return ParseOutcome::kUsageError;
+  }
   return ParseOutcome::kParsed;
 }
 

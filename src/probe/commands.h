@@ -24,10 +24,19 @@ struct FillOptions {
   uint64_t hold_ms = 0;
 };
 
+// `spin` (docs/probe.md). A "launch" is one cuLaunchKernel, or one cuGraphLaunch of a
+// chain of graph_kernels kernels; the duty schedule, busy time and windows count
+// kernel_us of device time per kernel.
 struct SpinOptions {
   double duty_percent = 100;
   double seconds = 1;
   uint64_t kernel_us = 1000;
+  uint64_t depth = 2;          // launches in flight at most
+  bool sync_each = false;      // cuStreamSynchronize after every launch (depth unused)
+  uint64_t graph_kernels = 0;  // 0: cuLaunchKernel; N: cuGraphLaunch of N chained kernel nodes
+  uint64_t window_ms = 0;      // 0: no "windows" in the result
+
+  uint64_t KernelsPerLaunch() const { return graph_kernels == 0 ? 1 : graph_kernels; }
 };
 
 int RunInfo(const Session& session);

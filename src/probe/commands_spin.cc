@@ -1,17 +1,24 @@
 // `spin`: an open-loop stream of fixed-length kernels at a target duty cycle, the
 // compute workload whose achieved share and latency the scheduler tests measure.
 //
-// Schedule: kernel i is due at start + i * kernel_us * 100 / duty. A kernel that is
-// late launches at once (open loop: lateness is not forgiven by skipping). Kernels
-// are launched while both the wall clock and the next due time are before
-// start + seconds, so a throttled process runs for `seconds` and launches fewer
-// kernels rather than running longer. At most two kernels are in flight: the older
-// one is synchronized before a third is launched.
+// A launch is one cuLaunchKernel of `fgpu_spin`, or (--graph-kernels G) one
+// cuGraphLaunch of a graph built once with G chained `fgpu_spin` kernel nodes: G
+// kernels' worth of device time.
 //
-// Measurement: latency is launch-to-completion per kernel, with completion seen by
-// cuEventSynchronize (when the probe has to wait) or by cuEventQuery polled every
-// few microseconds while it waits for the next due time. elapsed ends at the last
-// kernel's completion.
+// Schedule: launch i is due at start + i * device time per launch * 100 / duty. A
+// launch that is late happens at once (open loop: lateness is not forgiven by
+// skipping). Launches happen while both the wall clock and the next due time are
+// before start + seconds, so a throttled process runs for `seconds` and launches
+// less rather than running longer. At most --depth launches (default 2) are in
+// flight: the oldest is synchronized before another is launched. With --sync-each 1
+// every launch is followed by cuStreamSynchronize (as a program that synchronizes
+// after every step), so one is in flight at a time.
+//
+// Measurement: latency is launch-to-completion per launch, with completion seen by
+// cuStreamSynchronize (--sync-each), by cuEventSynchronize (when the probe has to
+// wait) or by cuEventQuery polled every few microseconds while it waits for the
+// next due time. elapsed ends at the last launch's completion. With --window-ms the
+// observed completions also give the device duty of each window (spin_windows.h).
 #include <sys/prctl.h>
 
 #include <algorithm>
@@ -24,6 +31,7 @@
 #include "probe/commands.h"
 #include "probe/json_line.h"
 #include "probe/spin_ptx.h"
+#include "probe/spin_windows.h"
 
 namespace fgpu::probe {
 
@@ -32,43 +40,71 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Seconds = std::chrono::duration<double>;
 
-constexpr size_t kMaxInFlight = 2;
-
 struct InFlight {
   CUevent event = nullptr;
   Clock::time_point launched;
 };
 
-// The module, stream and events of one run, released on every path out.
+// The module, stream, events and graph of one run, released on every path out.
 struct SpinResources {
   explicit SpinResources(const Session& s) : session(s) {}
   ~SpinResources() {
-    for (CUevent event : events) {
-      if (event != nullptr) FGPU_PROBE_CALL(session, cuEventDestroy_v2, event);
-    }
+    if (exec != nullptr) FGPU_PROBE_CALL(session, cuGraphExecDestroy, exec);
+    if (graph != nullptr) FGPU_PROBE_CALL(session, cuGraphDestroy, graph);
+    for (CUevent event : events) FGPU_PROBE_CALL(session, cuEventDestroy_v2, event);
     if (stream != nullptr) FGPU_PROBE_CALL(session, cuStreamDestroy_v2, stream);
     if (module != nullptr) FGPU_PROBE_CALL(session, cuModuleUnload, module);
   }
   SpinResources(const SpinResources&) = delete;
   SpinResources& operator=(const SpinResources&) = delete;
 
-  bool Create() {
+  bool Create(const SpinOptions& options) {
     if (!FGPU_PROBE_CALL(session, cuModuleLoadData, &module, kSpinPtx) ||
         !FGPU_PROBE_CALL(session, cuModuleGetFunction, &function, module, kSpinKernelName) ||
         !FGPU_PROBE_CALL(session, cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING)) {
       return false;
     }
-    for (CUevent& event : events) {
+    // One event per in-flight slot; none when every launch is synchronized.
+    const uint64_t slots = options.sync_each ? 0 : options.depth;
+    events.reserve(slots);
+    for (uint64_t i = 0; i < slots; ++i) {
+      CUevent event = nullptr;
       if (!FGPU_PROBE_CALL(session, cuEventCreate, &event, CU_EVENT_DISABLE_TIMING)) return false;
+      events.push_back(event);
     }
-    return true;
+    return options.graph_kernels == 0 || CreateGraph(options.graph_kernels, options.kernel_us * 1000);
+  }
+
+  // A chain of `kernels` fgpu_spin nodes (1x1x1, `kernel_ns` each), instantiated.
+  bool CreateGraph(uint64_t kernels, uint64_t kernel_ns) {
+    if (!FGPU_PROBE_CALL(session, cuGraphCreate, &graph, 0)) return false;
+    void* params[] = {&kernel_ns};  // copied into each node when it is added
+    CUgraphNode previous = nullptr;
+    for (uint64_t i = 0; i < kernels; ++i) {
+      CUDA_KERNEL_NODE_PARAMS node{};
+      node.func = function;
+      node.gridDimX = node.gridDimY = node.gridDimZ = 1;
+      node.blockDimX = node.blockDimY = node.blockDimZ = 1;
+      node.sharedMemBytes = 0;
+      node.kernelParams = params;
+      node.extra = nullptr;
+      CUgraphNode added = nullptr;
+      if (!FGPU_PROBE_CALL(session, cuGraphAddKernelNode_v2, &added, graph, previous == nullptr ? nullptr : &previous,
+                           previous == nullptr ? 0 : 1, &node)) {
+        return false;
+      }
+      previous = added;
+    }
+    return FGPU_PROBE_CALL(session, cuGraphInstantiateWithFlags, &exec, graph, 0);
   }
 
   const Session& session;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   CUstream stream = nullptr;
-  CUevent events[kMaxInFlight] = {};
+  std::vector<CUevent> events;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
 };
 
 // Nearest-rank percentile of sorted values.
@@ -86,11 +122,12 @@ class SpinRun {
   bool Run() {
     uint64_t kernel_ns = options_.kernel_us * 1000;
     void* params[] = {&kernel_ns};
-    const auto period = std::chrono::duration_cast<Clock::duration>(
-        Seconds(static_cast<double>(options_.kernel_us) * 1e-6 * 100.0 / options_.duty_percent));
+    const auto launch_us = static_cast<double>(options_.kernel_us * options_.KernelsPerLaunch());
+    const auto period =
+        std::chrono::duration_cast<Clock::duration>(Seconds(launch_us * 1e-6 * 100.0 / options_.duty_percent));
     // Waiting for a due time, completions are polled this often: a twentieth of a
-    // kernel, so the latency resolution stays around 5% of the kernel's length.
-    const auto poll = std::chrono::microseconds(std::clamp<uint64_t>(options_.kernel_us / 20, 5, 200));
+    // launch, so the latency resolution stays around 5% of the launch's length.
+    const auto poll = std::chrono::microseconds(std::clamp<uint64_t>(static_cast<uint64_t>(launch_us) / 20, 5, 200));
     start_ = Clock::now();
     last_completion_ = start_;
     const Clock::time_point end = start_ + std::chrono::duration_cast<Clock::duration>(Seconds(options_.seconds));
@@ -106,7 +143,7 @@ class SpinRun {
         continue;
       }
       if (now >= due) {
-        if (in_flight_.size() == kMaxInFlight && !WaitOldest()) return false;
+        if (in_flight_.size() >= options_.depth && !WaitOldest()) return false;
         if (!Launch(next, params)) return false;
         ++next;
         continue;
@@ -118,67 +155,94 @@ class SpinRun {
 
   void Emit() {
     const double elapsed = Seconds(last_completion_ - start_).count();
-    const auto kernels = static_cast<double>(latencies_us_.size());
+    const uint64_t launches = latencies_us_.size();
+    const uint64_t kernels = launches * options_.KernelsPerLaunch();
+    const double launch_s = static_cast<double>(options_.kernel_us * options_.KernelsPerLaunch()) * 1e-6;
+    const double busy_s = static_cast<double>(launches) * launch_s;
     std::sort(latencies_us_.begin(), latencies_us_.end());
     JsonLine line("spin");
     line.Num("target_duty", options_.duty_percent)
         .Num("elapsed_s", elapsed)
-        .Uint("kernels", latencies_us_.size())
+        .Uint("kernels", kernels)
         .Uint("kernel_us", options_.kernel_us)
-        .Num("achieved_duty", elapsed > 0 ? 100.0 * kernels * static_cast<double>(options_.kernel_us) * 1e-6 / elapsed : 0)
-        .Num("throughput_kps", elapsed > 0 ? kernels / elapsed : 0);
+        .Num("achieved_duty", elapsed > 0 ? 100.0 * busy_s / elapsed : 0)
+        .Num("busy_s", busy_s)
+        .Num("throughput_kps", elapsed > 0 ? static_cast<double>(kernels) / elapsed : 0);
     line.BeginObject("latency_us")
         .Num("p50", Percentile(latencies_us_, 0.50))
         .Num("p90", Percentile(latencies_us_, 0.90))
         .Num("p99", Percentile(latencies_us_, 0.99))
         .Num("max", latencies_us_.empty() ? 0 : latencies_us_.back())
         .EndObject();
+    line.Uint("launches", launches)
+        .Uint("graph_kernels", options_.graph_kernels)
+        .Uint("depth", options_.sync_each ? 1 : options_.depth)
+        .Bool("sync_each", options_.sync_each);
+    if (options_.window_ms > 0) {
+      line.BeginArray("windows");
+      for (double duty :
+           WindowDuties(completions_s_, launch_s, static_cast<double>(options_.window_ms) * 1e-3, elapsed)) {
+        line.Num("", std::round(duty * 10) / 10);
+      }
+      line.EndArray();
+    }
     line.Emit();
   }
 
  private:
   bool Launch(uint64_t index, void** params) {
     const DriverTable& cu = session_.cu();
-    CUevent event = resources_.events[index % kMaxInFlight];
     const Clock::time_point launched = Clock::now();
-    if (!session_.Check(cu.cuLaunchKernel(resources_.function, 1, 1, 1, 1, 1, 1, 0, resources_.stream, params,
-                                          nullptr),
-                        "cuLaunchKernel") ||
-        !FGPU_PROBE_CALL(session_, cuEventRecord, event, resources_.stream)) {
-      return false;
+    const bool graph = resources_.exec != nullptr;
+    const CUresult rc = graph ? cu.cuGraphLaunch(resources_.exec, resources_.stream)
+                              : cu.cuLaunchKernel(resources_.function, 1, 1, 1, 1, 1, 1, 0, resources_.stream,
+                                                  params, nullptr);
+    if (!session_.Check(rc, graph ? "cuGraphLaunch" : "cuLaunchKernel")) return false;
+    if (options_.sync_each) {
+      if (!FGPU_PROBE_CALL(session_, cuStreamSynchronize, resources_.stream)) return false;
+      Complete(launched, Clock::now());
+      return true;
     }
+    CUevent event = resources_.events[index % resources_.events.size()];
+    if (!FGPU_PROBE_CALL(session_, cuEventRecord, event, resources_.stream)) return false;
     in_flight_.push_back({event, launched});
     return true;
   }
 
-  void Complete(Clock::time_point when) {
-    latencies_us_.push_back(std::chrono::duration<double, std::micro>(when - in_flight_.front().launched).count());
+  void Complete(Clock::time_point launched, Clock::time_point when) {
+    latencies_us_.push_back(std::chrono::duration<double, std::micro>(when - launched).count());
     last_completion_ = when;
+    if (options_.window_ms > 0) completions_s_.push_back(Seconds(when - start_).count());
+  }
+
+  void CompleteOldest(Clock::time_point when) {
+    Complete(in_flight_.front().launched, when);
     in_flight_.pop_front();
   }
 
-  // Retires, oldest first, every in-flight kernel that has finished.
+  // Retires, oldest first, every in-flight launch that has finished.
   bool ObserveCompletions() {
     while (!in_flight_.empty()) {
       const CUresult rc = session_.cu().cuEventQuery(in_flight_.front().event);
       if (rc == CUDA_ERROR_NOT_READY) return true;
       if (!session_.Check(rc, "cuEventQuery")) return false;
-      Complete(Clock::now());
+      CompleteOldest(Clock::now());
     }
     return true;
   }
 
   bool WaitOldest() {
     if (!FGPU_PROBE_CALL(session_, cuEventSynchronize, in_flight_.front().event)) return false;
-    Complete(Clock::now());
+    CompleteOldest(Clock::now());
     return true;
   }
 
   const Session& session_;
   const SpinOptions& options_;
   SpinResources& resources_;
-  std::deque<InFlight> in_flight_;
+  std::deque<InFlight> in_flight_;  // empty between launches with --sync-each
   std::vector<double> latencies_us_;
+  std::vector<double> completions_s_;  // since start_, only with --window-ms
   Clock::time_point start_;
   Clock::time_point last_completion_;
 };
@@ -189,7 +253,7 @@ int RunSpin(const Session& session, const SpinOptions& options) {
   // Microsecond sleeps need a timer slack below the default 50 us.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   SpinResources resources(session);
-  if (!resources.Create()) return kExitCudaError;
+  if (!resources.Create(options)) return kExitCudaError;
   SpinRun run(session, options, &resources);
   if (!run.Run()) return kExitCudaError;
   run.Emit();

@@ -13,15 +13,6 @@ constexpr unsigned kPitchElementBytes = 4;
 constexpr uint64_t kArrayElementBytes = 4;  // one FLOAT channel
 constexpr uint64_t kRoundTripWindow = 64 * 1024;
 
-constexpr struct {
-  AllocApi api;
-  std::string_view name;
-} kApiNames[] = {
-    {AllocApi::kMemAlloc, "mem_alloc"}, {AllocApi::kPitch, "pitch"},     {AllocApi::kManaged, "managed"},
-    {AllocApi::kVmm, "vmm"},            {AllocApi::kAsync, "async"},     {AllocApi::kPool, "pool"},
-    {AllocApi::kArray, "array"},        {AllocApi::kArray3D, "array3d"}, {AllocApi::kMipmapped, "mipmapped"},
-};
-
 // Returns from the calling Allocate* with the failing call's name.
 #define FGPU_PROBE_TRY_(fn, ...)                                                       \
   do {                                                                                 \
@@ -63,27 +54,6 @@ void FillPattern(uint64_t seed, uint64_t offset, std::vector<unsigned char>* byt
 }
 
 }  // namespace
-
-std::string_view AllocApiName(AllocApi api) {
-  for (const auto& entry : kApiNames) {
-    if (entry.api == api) return entry.name;
-  }
-  return "unknown";
-}
-
-bool ParseAllocApi(std::string_view text, AllocApi* api) {
-  for (const auto& entry : kApiNames) {
-    if (entry.name == text) {
-      *api = entry.api;
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string_view AllocApiChoices() {
-  return "mem_alloc|pitch|managed|vmm|async|pool|array|array3d|mipmapped";
-}
 
 DeviceMemory::~DeviceMemory() {
   if (pool_ != nullptr) FGPU_PROBE_CALL(session_, cuMemPoolDestroy, pool_);

@@ -2,25 +2,11 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
-
 namespace fgpu::probe {
 
 namespace {
 
 constexpr const char* kDriverLibrary = "libcuda.so.1";
-
-struct Entry {
-  const char* exported;
-  const char* base;
-  int since;
-};
-
-constexpr Entry kEntries[] = {
-#define FGPU_PROBE_ENTRY_(exported, base, since) {#exported, #base, since},
-    FGPU_PROBE_DRIVER_ENTRIES(FGPU_PROBE_ENTRY_)
-#undef FGPU_PROBE_ENTRY_
-};
 
 std::string DlError() {
   const char* error = dlerror();
@@ -60,7 +46,7 @@ bool GetProcAddress(const DriverTable& table, const char* base, void** out, Look
 void* LinkedSymbol(std::string_view exported) {
 #define FGPU_PROBE_LINKED_(name, base, since) \
   if (exported == #name) return reinterpret_cast<void*>(&::name);
-  FGPU_PROBE_DRIVER_ENTRIES(FGPU_PROBE_LINKED_)
+  FGPU_PROBE_ALL_DRIVER_ENTRIES(FGPU_PROBE_LINKED_)
 #undef FGPU_PROBE_LINKED_
   return nullptr;
 }
@@ -69,40 +55,14 @@ void* LinkedSymbol(std::string_view exported) {
 void Assign(DriverTable* table, std::string_view exported, void* address) {
 #define FGPU_PROBE_ASSIGN_(name, base, since) \
   if (exported == #name) table->name = reinterpret_cast<decltype(table->name)>(address);
-  FGPU_PROBE_DRIVER_ENTRIES(FGPU_PROBE_ASSIGN_)
+  FGPU_PROBE_ALL_DRIVER_ENTRIES(FGPU_PROBE_ASSIGN_)
 #undef FGPU_PROBE_ASSIGN_
 }
 
 }  // namespace
 
-std::string_view LookupModeName(LookupMode mode) {
-  switch (mode) {
-    case LookupMode::kDirect: return "direct";
-    case LookupMode::kDlsym: return "dlsym";
-    case LookupMode::kProcAddress: return "procaddress";
-    case LookupMode::kProcAddressV2: return "procaddress_v2";
-  }
-  return "unknown";
-}
-
-bool ParseLookupMode(std::string_view text, LookupMode* mode) {
-  for (LookupMode candidate :
-       {LookupMode::kDirect, LookupMode::kDlsym, LookupMode::kProcAddress, LookupMode::kProcAddressV2}) {
-    if (text == LookupModeName(candidate)) {
-      *mode = candidate;
-      return true;
-    }
-  }
-  return false;
-}
-
-int MinimumCudaVersion() {
-  int minimum = 0;
-  for (const Entry& entry : kEntries) minimum = std::max(minimum, entry.since);
-  return minimum;
-}
-
-bool BuildDriverTable(LookupMode mode, int cuda_version, DriverTable* table, LookupFailure* failure) {
+bool BuildDriverTable(LookupMode mode, int cuda_version, DriverEntrySet set, DriverTable* table,
+                      LookupFailure* failure) {
   *table = DriverTable{};
   table->mode = mode;
   table->cuda_version = cuda_version;
@@ -124,7 +84,10 @@ bool BuildDriverTable(LookupMode mode, int cuda_version, DriverTable* table, Loo
   table->cuGetProcAddress = reinterpret_cast<decltype(table->cuGetProcAddress)>(getter);
   table->cuGetProcAddress_v2 = reinterpret_cast<decltype(table->cuGetProcAddress_v2)>(getter_v2);
 
-  for (const Entry& entry : kEntries) {
+  size_t count = 0;
+  const DriverEntry* entries = DriverEntries(set, &count);
+  for (size_t i = 0; i < count; ++i) {
+    const DriverEntry& entry = entries[i];
     void* address = nullptr;
     switch (mode) {
       case LookupMode::kDirect:

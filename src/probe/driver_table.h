@@ -19,9 +19,17 @@
 //   symbols in `direct` mode and dlsym'd from libcuda.so.1 in every other mode, the
 //   way cudart bootstraps.
 // - Build fails, naming the symbol, when any lookup yields NULL or an error.
+// - Two lists: FGPU_PROBE_DRIVER_ENTRIES, which every command needs (up to 11.2, the
+//   stream-ordered allocator), and FGPU_PROBE_GRAPH_ENTRIES, looked up only when a
+//   command launches graphs (`spin --graph-kernels N`). The graph list needs 12.0
+//   (cuGraphAddKernelNode_v2); keeping it separate lets every other command keep
+//   working with --cuda-version 11020..11080, as cudart 11.x programs ask. The
+//   members of both lists are always declared; the graph ones stay null unless
+//   requested.
 #ifndef FGPU_PROBE_DRIVER_TABLE_H_
 #define FGPU_PROBE_DRIVER_TABLE_H_
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -79,6 +87,19 @@
   X(cuEventSynchronize, cuEventSynchronize, 2000)                           \
   X(cuEventDestroy_v2, cuEventDestroy, 2000)
 
+// Looked up only on request (DriverEntrySet::kWithGraphs), see above.
+#define FGPU_PROBE_GRAPH_ENTRIES(X)                                         \
+  X(cuGraphCreate, cuGraphCreate, 10000)                                    \
+  X(cuGraphAddKernelNode_v2, cuGraphAddKernelNode, 12000)                   \
+  X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040)        \
+  X(cuGraphLaunch, cuGraphLaunch, 10000)                                    \
+  X(cuGraphExecDestroy, cuGraphExecDestroy, 10000)                          \
+  X(cuGraphDestroy, cuGraphDestroy, 10000)
+
+#define FGPU_PROBE_ALL_DRIVER_ENTRIES(X) \
+  FGPU_PROBE_DRIVER_ENTRIES(X)           \
+  FGPU_PROBE_GRAPH_ENTRIES(X)
+
 namespace fgpu::probe {
 
 enum class LookupMode { kDirect, kDlsym, kProcAddress, kProcAddressV2 };
@@ -87,12 +108,26 @@ enum class LookupMode { kDirect, kDlsym, kProcAddress, kProcAddressV2 };
 std::string_view LookupModeName(LookupMode mode);
 bool ParseLookupMode(std::string_view text, LookupMode* mode);
 
-// The newest first-ABI version in the table: the lowest --cuda-version that works.
-int MinimumCudaVersion();
+// Which lists a table holds.
+enum class DriverEntrySet { kCore, kWithGraphs };
+
+// One entry of the lists above, by name.
+struct DriverEntry {
+  const char* exported;
+  const char* base;
+  int since;
+};
+
+// The entries of `set`, FGPU_PROBE_DRIVER_ENTRIES first; `*count` is set to their number.
+const DriverEntry* DriverEntries(DriverEntrySet set, size_t* count);
+
+// The newest first-ABI version among the entries of `set`: the lowest --cuda-version
+// that works (11020 for kCore, 12000 with graphs).
+int MinimumCudaVersion(DriverEntrySet set = DriverEntrySet::kCore);
 
 struct DriverTable {
 #define FGPU_PROBE_MEMBER_(exported, base, since) decltype(&::exported) exported = nullptr;
-  FGPU_PROBE_DRIVER_ENTRIES(FGPU_PROBE_MEMBER_)
+  FGPU_PROBE_ALL_DRIVER_ENTRIES(FGPU_PROBE_MEMBER_)
 #undef FGPU_PROBE_MEMBER_
   decltype(&::cuGetProcAddress) cuGetProcAddress = nullptr;
   decltype(&::cuGetProcAddress_v2) cuGetProcAddress_v2 = nullptr;
@@ -109,7 +144,9 @@ struct LookupFailure {
   std::string detail;  // dlerror() text, query status, ...
 };
 
-bool BuildDriverTable(LookupMode mode, int cuda_version, DriverTable* table, LookupFailure* failure);
+// Fills the members of `set` (the others stay null).
+bool BuildDriverTable(LookupMode mode, int cuda_version, DriverEntrySet set, DriverTable* table,
+                      LookupFailure* failure);
 
 }  // namespace fgpu::probe
 

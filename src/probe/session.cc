@@ -41,7 +41,7 @@ bool Session::Check(CUresult rc, const char* call) const {
 
 bool Session::Open(const SessionOptions& options) {
   LookupFailure failure;
-  if (!BuildDriverTable(options.lookup, options.cuda_version, &table_, &failure)) {
+  if (!BuildDriverTable(options.lookup, options.cuda_version, options.entries, &table_, &failure)) {
     JsonLine line("error");
     line.Str("call", failure.call).Str("symbol", failure.symbol).Int("code", failure.code);
     if (failure.code != 0) line.Str("name", BuiltinErrorName(failure.code));

@@ -2,9 +2,10 @@
 // shared by every command; and the probe's way of reporting a failed driver call.
 //
 // Contract
-// - Open builds the table (LookupMode), calls cuInit(0), cuDeviceGet(ordinal),
-//   cuDevicePrimaryCtxRetain and cuCtxSetCurrent. Any failure prints an error line
-//   and returns false. The destructor releases the primary context.
+// - Open builds the table (LookupMode; the entry lists of SessionOptions::entries),
+//   calls cuInit(0), cuDeviceGet(ordinal), cuDevicePrimaryCtxRetain and
+//   cuCtxSetCurrent. Any failure prints an error line and returns false. The
+//   destructor releases the primary context.
 // - Check(rc, call) prints {"event":"error","call":...,"code":...,"name":...} when
 //   rc is not CUDA_SUCCESS, and returns rc == CUDA_SUCCESS.
 // - Error names come from the driver's cuGetErrorName when the table has it, else
@@ -27,6 +28,8 @@ struct SessionOptions {
   int device = 0;
   LookupMode lookup = LookupMode::kProcAddressV2;
   int cuda_version = 12000;
+  // The graph entry points too (FGPU_PROBE_GRAPH_ENTRIES): only `spin --graph-kernels`.
+  DriverEntrySet entries = DriverEntrySet::kCore;
 };
 
 class Session {

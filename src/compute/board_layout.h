@@ -1,0 +1,84 @@
+// The byte layout of a compute board: one file per physical GPU, shared by every process of
+// every slice on that GPU (docs/compute.md has the same table with offsets). Fixed-size POD
+// structs mapped MAP_SHARED; every field that other processes change is read and written only
+// with __atomic builtins (64/32-bit words). The static_asserts pin each offset, so a layout
+// change cannot slip in without a kBoardVersion bump and a docs update.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fgpu::compute::layout {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the board format is little-endian");
+
+inline constexpr char kBoardMagic[8] = {'F', 'G', 'P', 'U', 'C', 'M', 'P', '1'};
+inline constexpr uint32_t kBoardVersion = 1;
+inline constexpr uint32_t kEntryCount = 32;  // slices that can share one GPU
+inline constexpr size_t kUuidBytes = 48;
+inline constexpr size_t kSliceIdBytes = 48;
+
+struct BoardHeader {
+  char magic[8];          // "FGPUCMP1"
+  uint32_t version;       // kBoardVersion
+  uint32_t header_size;   // sizeof(BoardHeader)
+  uint64_t file_size;     // BoardFileSize()
+  char uuid[kUuidBytes];  // the GPU, NUL-terminated
+  uint32_t entry_count;   // kEntryCount
+  uint32_t entry_size;    // sizeof(BoardEntry)
+  uint64_t owner;         // atomic: PackOwner(entry, epoch); entry -1 = nobody
+  int64_t grant_ns;       // atomic: CLOCK_MONOTONIC when the owner got the GPU
+  int64_t last_completion_ns;  // atomic max: latest observed completion of anyone's work
+  uint64_t vclock;        // atomic max: the largest virtual time an owner has reached
+  uint8_t reserved[16];
+};
+static_assert(offsetof(BoardHeader, version) == 8);
+static_assert(offsetof(BoardHeader, file_size) == 16);
+static_assert(offsetof(BoardHeader, uuid) == 24);
+static_assert(offsetof(BoardHeader, entry_count) == 72);
+static_assert(offsetof(BoardHeader, entry_size) == 76);
+static_assert(offsetof(BoardHeader, owner) == 80);
+static_assert(offsetof(BoardHeader, grant_ns) == 88);
+static_assert(offsetof(BoardHeader, last_completion_ns) == 96);
+static_assert(offsetof(BoardHeader, vclock) == 104);
+static_assert(sizeof(BoardHeader) == 128);
+
+// One slice's row. Written by the slice's own processes; read by every process on the GPU.
+struct alignas(64) BoardEntry {
+  uint64_t key;           // atomic: the slice's key; 0 = free row
+  char slice_id[kSliceIdBytes];  // for humans (fgpu status); NUL-terminated, advisory
+  uint32_t share;         // atomic: percent, 1..100
+  uint32_t mode_tier;     // atomic: mode | tier << 8
+  int64_t demand_ns;      // atomic: last time a thread of the slice wanted to launch
+  int64_t activity_ns;    // atomic max: last launch or observed completion
+  int64_t inflight_until_ns;  // atomic max: when the work it has queued should be done (estimate)
+  uint64_t vtime;         // atomic: virtual time, Σ busy·100/share (ns)
+  int64_t tat_ns;         // atomic: cap mode's theoretical arrival time (GCRA)
+  uint64_t busy_ns;       // atomic: total measured GPU occupancy (ns), for accounting
+  uint64_t launches;      // atomic: launches admitted, for accounting
+  uint8_t reserved[40];
+};
+static_assert(offsetof(BoardEntry, share) == 56);
+static_assert(offsetof(BoardEntry, mode_tier) == 60);
+static_assert(offsetof(BoardEntry, demand_ns) == 64);
+static_assert(offsetof(BoardEntry, activity_ns) == 72);
+static_assert(offsetof(BoardEntry, inflight_until_ns) == 80);
+static_assert(offsetof(BoardEntry, vtime) == 88);
+static_assert(offsetof(BoardEntry, tat_ns) == 96);
+static_assert(offsetof(BoardEntry, busy_ns) == 104);
+static_assert(offsetof(BoardEntry, launches) == 112);
+static_assert(sizeof(BoardEntry) == 192);
+
+constexpr uint64_t BoardFileSize() { return sizeof(BoardHeader) + uint64_t{kEntryCount} * sizeof(BoardEntry); }
+
+// owner = epoch << 8 | (entry + 1); low byte 0 = no owner. The epoch makes every hand-over a
+// distinct value, so a CAS against a stale read cannot succeed (no ABA).
+constexpr uint64_t PackOwner(int entry, uint64_t epoch) {
+  return (epoch << 8) | static_cast<uint64_t>(entry + 1);
+}
+constexpr int OwnerEntry(uint64_t owner) { return static_cast<int>(owner & 0xff) - 1; }
+constexpr uint64_t OwnerEpoch(uint64_t owner) { return owner >> 8; }
+
+constexpr uint32_t PackModeTier(uint8_t mode, uint8_t tier) { return mode | (uint32_t{tier} << 8); }
+
+}  // namespace fgpu::compute::layout

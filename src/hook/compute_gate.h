@@ -1,0 +1,42 @@
+// ComputeGate: compute shares and priority inside the workload (docs/compute.md). Every launch
+// wrapper (cuLaunchKernel[_ptsz], cuLaunchKernelEx[_ptsz], cuLaunchCooperativeKernel[_ptsz],
+// cuGraphLaunch[_ptsz]) goes through GatedLaunch when ComputeGateArmed() says so.
+//
+// Contract
+// - ComputeGateArmed(): one relaxed load and one compare; false while no device of the slice
+//   has compute settings (share 100, mode share, tier standard) and the limits file has not
+//   changed since that was decided. Then the wrappers are the plain forwarders they were.
+// - GatedLaunch(stream, kind, launch): waits (sleeping) until the slice may launch on the
+//   current context's GPU, calls `launch` (the real call) once, and books the launch into the
+//   calling thread's open batch; closes the batch with a completion marker (a real event,
+//   CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC, recorded on the launch's stream) when the
+//   limiter says so. A launch error is returned untouched and books nothing. Under budget with
+//   the GPU to itself: no lock, no syscall, no allocation (an event record every ~200 µs).
+// - One completion thread per GPU and process (created on the first gated launch there)
+//   synchronises markers in order and feeds the measured time to the limiter.
+// - CloseOpenBatch(): the sync wrappers call it first, so a program that synchronises after
+//   each launch has each batch measured when it completes, not at its next launch.
+// - Devices outside the slice, a board that cannot be opened or joined (reported once on
+//   stderr) and contexts the hook cannot place are not gated: compute shares fail open, memory
+//   caps never do.
+#pragma once
+
+#include "compute/limiter.h"
+#include "core/abi/cuda_types.h"
+#include "hook/function_ref.h"
+
+namespace fgpu::hook {
+
+bool ComputeGateArmed();
+// `per_thread_stream`: the launch came through a _ptsz variant (stream 0 = per-thread stream).
+CUresult GatedLaunch(CUstream stream, bool per_thread_stream, compute::LaunchKind kind,
+                     FunctionRef<CUresult()> launch);
+void CloseOpenBatch();
+
+// Before a context is destroyed (`context`) or a device's primary context released or reset
+// (`device` >= 0): the markers pending there are waited for (at most about a second: they follow
+// work the program queued) and this hook's events in it destroyed, so no marker outlives its
+// context. Costs nothing when compute shares are not armed.
+void ComputeContextClosing(CUcontext context, CUdevice device);
+
+}  // namespace fgpu::hook
