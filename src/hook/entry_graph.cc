@@ -5,6 +5,7 @@
 // (docs/hook-memory.md "Graph memory").
 #include <new>
 
+#include "hook/compute_gate.h"
 #include "hook/exports.h"
 #include "hook/graph_accounting.h"
 #include "hook/memory_hook.h"
@@ -99,13 +100,19 @@ CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* phGraphExec, CUgraph hGr
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuGraphLaunch);
   if (real == nullptr) return MissingRealCuda();
-  return Launched(hGraphExec, [&] { return real(hGraphExec, hStream); });
+  const auto launch = [&] { return Launched(hGraphExec, [&] { return real(hGraphExec, hStream); }); };
+  if (!fgpu::hook::ComputeGateArmed()) return launch();
+  // A graph is one launch to the gate, charged its measured duration (compute_gate.h).
+  return fgpu::hook::GatedLaunch(hStream, false, fgpu::compute::LaunchKind::kGraph, launch);
 }
 
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
   const auto real = FGPU_REAL_CUDA(cuGraphLaunch_ptsz);
   if (real == nullptr) return MissingRealCuda();
-  return Launched(hGraphExec, [&] { return real(hGraphExec, hStream); });
+  const auto launch = [&] { return Launched(hGraphExec, [&] { return real(hGraphExec, hStream); }); };
+  if (!fgpu::hook::ComputeGateArmed()) return launch();
+  // A graph is one launch to the gate, charged its measured duration (compute_gate.h).
+  return fgpu::hook::GatedLaunch(hStream, true, fgpu::compute::LaunchKind::kGraph, launch);
 }
 
 CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
