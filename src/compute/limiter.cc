@@ -92,10 +92,8 @@ Admission Limiter::TryAdmit(int64_t now_ns) {
     self.mode = Mode::kCap;
     self.share = __atomic_load_n(&row->share, __ATOMIC_RELAXED);
     self.tat_ns = LoadI64(&row->tat_ns);
-    if (OverCap(self, queued, now_ns, policy_)) {
-      const int64_t until = self.tat_ns + queued * 100 / std::max<uint32_t>(self.share, 1) - policy_.cap_tolerance_ns;
-      return Admission{Admission::kWait, std::max(until, now_ns + policy_.poll_ns / 4), admission.took};
-    }
+    const int64_t ready = CapReadyAt(self, queued, policy_);
+    if (now_ns < ready) return Admission{Admission::kWait, std::max(ready, now_ns + policy_.poll_ns / 4), admission.took};
   }
   if (queued > policy_.max_inflight_ns && pending_marks_.load(std::memory_order_relaxed) > 0) {
     return Admission{Admission::kWait, now_ns + std::min(policy_.poll_ns, queued / 4), admission.took};

@@ -32,10 +32,14 @@ Tier HighestWaitingTier(std::span<const RowView> rows, int64_t now_ns, const Pol
 
 }  // namespace
 
-bool OverCap(const RowView& row, int64_t queued_ns, int64_t now_ns, const Policy& policy) {
-  if (row.mode != Mode::kCap || row.share >= 100 || row.share == 0) return false;
+int64_t CapReadyAt(const RowView& row, int64_t queued_ns, const Policy& policy) {
+  if (row.mode != Mode::kCap || row.share >= 100 || row.share == 0) return INT64_MIN;
   const int64_t queued_debt = queued_ns * 100 / row.share;
-  return row.tat_ns + queued_debt - now_ns > policy.cap_tolerance_ns;
+  return row.tat_ns + queued_debt - policy.cap_tolerance_ns;
+}
+
+bool OverCap(const RowView& row, int64_t queued_ns, int64_t now_ns, const Policy& policy) {
+  return now_ns < CapReadyAt(row, queued_ns, policy);
 }
 
 bool Idle(const RowView& row, int64_t now_ns, const Policy& policy) {

@@ -64,7 +64,11 @@ enum class TakeReason : uint8_t {
   kTurnOver,     // same tier: the owner leads the most deserving waiter (us) by more than slack
 };
 
-// Whether a cap-mode row is over its rate now, counting `queued_ns` of not yet measured work.
+// When a cap-mode row may launch again, counting `queued_ns` of not yet measured work
+// (INT64_MIN for a row that is not rate-limited).
+int64_t CapReadyAt(const RowView& row, int64_t queued_ns, const Policy& policy);
+
+// Whether a cap-mode row is over its rate now: now < CapReadyAt.
 bool OverCap(const RowView& row, int64_t queued_ns, int64_t now_ns, const Policy& policy);
 
 // Whether an owner row is idle: nothing asked, launched, completed or queued for its hold time.
