@@ -16,7 +16,8 @@ namespace {
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 Status WriteNewBoard(const std::string& path, std::string_view uuid) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per creating thread: several threads of one process may race to create the board.
+  const std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(::gettid());
   const int fd = ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
   if (fd < 0) return Status::Unavailable(Errno(temp));
   ::fchmod(fd, 0666);  // the umask must not keep other users' slices out
@@ -32,12 +33,12 @@ Status WriteNewBoard(const std::string& path, std::string_view uuid) {
   bool ok = ::pwrite(fd, &header, sizeof(header), 0) == static_cast<ssize_t>(sizeof(header)) &&
             ::ftruncate(fd, static_cast<off_t>(layout::BoardFileSize())) == 0;
   ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(temp.c_str(), path.c_str()) != 0) {
-    const Status status = Status::Unavailable(Errno(path));
-    ::unlink(temp.c_str());
-    return status;
-  }
-  return Status::Ok();
+  // link, not rename: a process that lost the race to create the board must not replace the
+  // winner's file, or the two would arbitrate on different boards.
+  const bool published = ok && (::link(temp.c_str(), path.c_str()) == 0 || errno == EEXIST);
+  const Status status = published ? Status::Ok() : Status::Unavailable(Errno(path));
+  ::unlink(temp.c_str());
+  return status;
 }
 
 Status Validate(const std::string& path, const layout::BoardHeader& header, std::string_view uuid) {

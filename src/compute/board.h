@@ -2,7 +2,8 @@
 // slice that runs on it (docs/compute.md "The board").
 //
 // Contract
-// - Open creates `<dir>/<uuid>` complete under a temporary name and renames it (0666, so
+// - Open creates `<dir>/<uuid>` complete under a temporary name and hard-links it into place
+//   (never replacing a board another process created first; 0666, so
 //   slices of other users can join; `dir` is created 01777), or maps the existing one after
 //   validating magic, version, sizes and counts: VersionMismatch / Corrupt / Unavailable with
 //   the path in the message. A board is never freed by the hook (it lives as long as the
