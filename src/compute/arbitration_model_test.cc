@@ -94,6 +94,7 @@ class Model {
     std::deque<int64_t> in_flight_ends;
     Mark open;
     int64_t open_end = 0;
+    int64_t last_close = 0;
     bool waiting_launch = false;
     std::vector<std::pair<int64_t, int64_t>> runs;
     std::vector<int64_t> latencies;
@@ -107,6 +108,7 @@ class Model {
     Mark mark = c.open;
     mark.late = late;
     c.open = Mark{};
+    c.last_close = now_;
     c.limiter->OnMarkClosed();
     const int64_t done = std::max(c.open_end, now_);
     At(done + jitter_, [this, id, mark, done] { clients_[id]->limiter->OnMarkComplete(mark, done + jitter_); });
@@ -139,7 +141,7 @@ class Model {
     c.open.launches++;
     c.open.estimated_ns += c.limiter->OnLaunched(now_, LaunchKind::kKernel);
     c.open_end = end;
-    if (c.limiter->ShouldClose(c.open, now_)) Close(id, false);
+    if (c.limiter->ShouldClose(c.open, now_, c.last_close)) Close(id, false);
     At(now_ + 2 * kUs, [this, id] { TryLaunch(id); });  // the host's launch overhead
   }
 

@@ -55,8 +55,10 @@ struct alignas(64) BoardEntry {
   uint64_t vtime;         // atomic: virtual time, Σ busy·100/share (ns)
   int64_t tat_ns;         // atomic: cap mode's theoretical arrival time (GCRA)
   uint64_t busy_ns;       // atomic: total measured GPU occupancy (ns), for accounting
-  uint64_t launches;      // atomic: launches admitted, for accounting
-  uint8_t reserved[40];
+  uint64_t launches;      // atomic: launches whose batch was measured, for accounting
+  uint64_t throttled_ns;  // atomic: time the slice's launches waited in the gate (metrics)
+  uint64_t throttles;     // atomic: launches that waited at least once (metrics)
+  uint8_t reserved[24];
 };
 static_assert(offsetof(BoardEntry, share) == 56);
 static_assert(offsetof(BoardEntry, mode_tier) == 60);
@@ -67,6 +69,8 @@ static_assert(offsetof(BoardEntry, vtime) == 88);
 static_assert(offsetof(BoardEntry, tat_ns) == 96);
 static_assert(offsetof(BoardEntry, busy_ns) == 104);
 static_assert(offsetof(BoardEntry, launches) == 112);
+static_assert(offsetof(BoardEntry, throttled_ns) == 120);
+static_assert(offsetof(BoardEntry, throttles) == 128);
 static_assert(sizeof(BoardEntry) == 192);
 
 constexpr uint64_t BoardFileSize() { return sizeof(BoardHeader) + uint64_t{kEntryCount} * sizeof(BoardEntry); }

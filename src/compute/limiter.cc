@@ -8,9 +8,16 @@ namespace {
 
 // The demand stamp is a shared cache line: refresh it at most this often.
 constexpr int64_t kDemandRefreshNs = 100'000;
-// A batch is closed once it spans this much wall time or estimated device time.
+// A batch is closed once it spans this much wall time or estimated device time. A sporadic
+// launch (the first since the thread's previous batch closed this long ago, with none of ours in
+// flight) is closed at once, so a request is measured when it completes rather than charged an
+// estimate at the next one; a stream of launches is not, which would make each launch a batch
+// of its own (two event records and a wake-up of the completion thread per launch).
 constexpr int64_t kBatchWallNs = 200'000;
 constexpr int64_t kBatchDeviceNs = 500'000;
+constexpr int64_t kSporadicNs = 200'000;
+// A launch is never estimated below this, so a run of empty kernels still fills the queue bound.
+constexpr int64_t kMinEstimateNs = 100;
 
 uint64_t Virtual(int64_t busy_ns, uint32_t share) {
   return static_cast<uint64_t>(busy_ns) * 100 / std::max<uint32_t>(share, 1);
@@ -20,6 +27,7 @@ uint64_t Virtual(int64_t busy_ns, uint32_t share) {
 
 void Limiter::Configure(uint32_t share, Mode mode, Tier tier) {
   layout::BoardEntry* row = entry();
+  cap_resume_at_ns_.store(0, std::memory_order_relaxed);  // a raised cap applies at once
   __atomic_store_n(&row->share, std::clamp<uint32_t>(share, 1, 100), __ATOMIC_RELEASE);
   __atomic_store_n(&row->mode_tier,
                    layout::PackModeTier(static_cast<uint8_t>(mode), static_cast<uint8_t>(tier)), __ATOMIC_RELEASE);
@@ -92,8 +100,14 @@ Admission Limiter::TryAdmit(int64_t now_ns) {
     self.mode = Mode::kCap;
     self.share = __atomic_load_n(&row->share, __ATOMIC_RELAXED);
     self.tat_ns = LoadI64(&row->tat_ns);
+    const int64_t resume_at = cap_resume_at_ns_.load(std::memory_order_relaxed);
+    if (now_ns < resume_at) return Admission{Admission::kWait, resume_at, admission.took};
     const int64_t ready = CapReadyAt(self, queued, policy_);
-    if (now_ns < ready) return Admission{Admission::kWait, std::max(ready, now_ns + policy_.poll_ns / 4), admission.took};
+    if (now_ns < ready) {
+      const int64_t until = std::max(ready + policy_.cap_resume_ns, now_ns + policy_.poll_ns / 4);
+      cap_resume_at_ns_.store(until, std::memory_order_relaxed);
+      return Admission{Admission::kWait, until, admission.took};
+    }
   }
   if (queued > policy_.max_inflight_ns && pending_marks_.load(std::memory_order_relaxed) > 0) {
     return Admission{Admission::kWait, now_ns + std::min(policy_.poll_ns, queued / 4), admission.took};
@@ -104,19 +118,29 @@ Admission Limiter::TryAdmit(int64_t now_ns) {
 int64_t Limiter::OnLaunched(int64_t now_ns, LaunchKind kind) {
   const int64_t estimate = estimate_ns(kind);
   const int64_t queued = queued_ns_.fetch_add(estimate, std::memory_order_relaxed) + estimate;
-  layout::BoardEntry* row = entry();
-  StoreMax(&row->inflight_until_ns, now_ns + queued);
-  __atomic_fetch_add(&row->launches, 1, __ATOMIC_RELAXED);
+  // A hint for the others' idle test, written only by this slice's threads: a plain store
+  // (no locked instruction on every launch); a race between two threads may lower it by the
+  // few µs between their launches, which no rule notices.
+  int64_t* inflight_until = &entry()->inflight_until_ns;
+  if (now_ns + queued > LoadI64(inflight_until)) StoreI64(inflight_until, now_ns + queued);
   return estimate;
 }
 
-bool Limiter::ShouldClose(const Mark& open, int64_t now_ns) const {
-  if (open.launches == 0) return false;
-  return open.kind == LaunchKind::kGraph || pending_marks_.load(std::memory_order_relaxed) == 0 ||
-         now_ns - open.first_launch_ns >= kBatchWallNs || open.estimated_ns >= kBatchDeviceNs;
+void Limiter::OnThrottled(int64_t waited_ns) {
+  layout::BoardEntry* row = entry();
+  __atomic_fetch_add(&row->throttled_ns, static_cast<uint64_t>(std::max<int64_t>(waited_ns, 0)), __ATOMIC_RELAXED);
+  __atomic_fetch_add(&row->throttles, 1, __ATOMIC_RELAXED);
 }
 
-void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns) {
+bool Limiter::ShouldClose(const Mark& open, int64_t now_ns, int64_t last_close_ns) const {
+  if (open.launches == 0) return false;
+  const bool sporadic = open.launches == 1 && now_ns - last_close_ns >= kSporadicNs &&
+                        pending_marks_.load(std::memory_order_relaxed) == 0;
+  return sporadic || open.kind == LaunchKind::kGraph || now_ns - open.first_launch_ns >= kBatchWallNs ||
+         open.estimated_ns >= kBatchDeviceNs;
+}
+
+void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns, int64_t device_ns) {
   layout::BoardHeader* header = board_->header();
   layout::BoardEntry* row = entry();
   // Occupancy: the batch could not start before its first launch, nor before the work that
@@ -124,6 +148,7 @@ void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns) {
   const int64_t previous = std::max(LoadI64(&header->last_completion_ns), last_completion_ns_.load());
   const int64_t start = std::max(mark.first_launch_ns, previous);
   int64_t busy = std::max<int64_t>(completed_ns - start, 0);
+  if (device_ns >= 0) busy = std::min(busy, device_ns);
   if (mark.late) busy = std::min(busy, mark.estimated_ns);
   StoreMax(&header->last_completion_ns, completed_ns);
   last_completion_ns_.store(std::max(last_completion_ns_.load(), completed_ns));
@@ -133,6 +158,7 @@ void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns) {
   const uint64_t vtime = __atomic_add_fetch(&row->vtime, virtual_busy, __ATOMIC_ACQ_REL);
   StoreMax(&header->vclock, vtime);
   __atomic_fetch_add(&row->busy_ns, static_cast<uint64_t>(busy), __ATOMIC_RELAXED);
+  __atomic_fetch_add(&row->launches, mark.launches, __ATOMIC_RELAXED);
   // GCRA: the rate clock restarts at the batch's start when the slice was under its rate.
   int64_t tat = LoadI64(&row->tat_ns);
   while (!__atomic_compare_exchange_n(&row->tat_ns, &tat, std::max(tat, start) + static_cast<int64_t>(virtual_busy),
@@ -142,7 +168,7 @@ void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns) {
 
   if (mark.launches > 0 && !mark.late) {
     auto& estimate = estimate_ns_[static_cast<int>(mark.kind)];
-    const int64_t per_launch = std::max<int64_t>(busy / mark.launches, 1'000);
+    const int64_t per_launch = std::max<int64_t>(busy / mark.launches, kMinEstimateNs);
     const int64_t old = estimate.load(std::memory_order_relaxed);
     estimate.store(old == kUnknownEstimateNs ? per_launch : (3 * old + per_launch) / 4, std::memory_order_relaxed);
   }

@@ -11,10 +11,16 @@
 // - A Mark is a batch of launches closed by one completion marker (an event, in the hook).
 //   ShouldClose says when the caller should close its open batch; OnMarkComplete(mark, c)
 //   is called by the one completion thread, in the order marks were closed, with the time the
-//   marker was observed complete.
+//   marker was observed complete and, when the batch carried a start marker, the device time
+//   between the two markers (-1 without).
 // - Measured time is *occupancy*: from when the batch could start (its first launch, or the
 //   previous completion anyone observed on this GPU, whichever is later) to its observed
 //   completion. Consecutive batches telescope, so observation jitter does not accumulate.
+//   A batch is charged the smaller of that and its device-timed span: the host measure alone
+//   charges a batch launched on an idle GPU the delay before its completion was observed (tens
+//   of µs, which dominate small kernels), the device span alone would charge the tail of work
+//   queued before it (another slice's, or an overlapping stream's). Both bound the truth from
+//   above.
 // - Thread-safety: TryAdmit/OnLaunched/ShouldClose from any thread; OnMarkComplete from one.
 #pragma once
 
@@ -33,6 +39,7 @@ struct Mark {
   uint32_t launches = 0;
   int64_t estimated_ns = 0;  // what OnLaunched estimated for the batch
   LaunchKind kind = LaunchKind::kKernel;
+  bool timed = false;  // a start marker was recorded before its first launch
   // Closed after the launching thread had stopped (at its next launch): the marker completes
   // when it is recorded, not when the work did, so the batch is charged its estimate at most.
   bool late = false;
@@ -53,9 +60,12 @@ class Limiter {
 
   Admission TryAdmit(int64_t now_ns);
   int64_t OnLaunched(int64_t now_ns, LaunchKind kind);
-  bool ShouldClose(const Mark& open, int64_t now_ns) const;
+  // `last_close_ns`: when the calling thread last closed a batch.
+  bool ShouldClose(const Mark& open, int64_t now_ns, int64_t last_close_ns) const;
   void OnMarkClosed() { pending_marks_.fetch_add(1, std::memory_order_relaxed); }
-  void OnMarkComplete(const Mark& mark, int64_t completed_ns);
+  // A launch waited `waited_ns` before it was admitted (the row's throttle counters).
+  void OnThrottled(int64_t waited_ns);
+  void OnMarkComplete(const Mark& mark, int64_t completed_ns, int64_t device_ns = -1);
 
   int64_t queued_ns() const { return queued_ns_.load(std::memory_order_relaxed); }
   int64_t estimate_ns(LaunchKind kind) const {
@@ -78,6 +88,7 @@ class Limiter {
   // Estimated device time of one launch, learned from completed marks (EWMA, 1/4 weight).
   std::atomic<int64_t> estimate_ns_[2] = {kUnknownEstimateNs, kUnknownEstimateNs};
   std::atomic<int64_t> last_completion_ns_{0};
+  std::atomic<int64_t> cap_resume_at_ns_{0};  // cap mode: ran ahead; wait until then
   static constexpr int64_t kUnknownEstimateNs = 1'000'000;
 };
 

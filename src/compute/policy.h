@@ -34,6 +34,11 @@ struct Policy {
   int64_t idle_credit_ns = 50'000'000;
   // Cap mode: a slice may run ahead of its rate by this much device time (GCRA tolerance).
   int64_t cap_tolerance_ns = 2'000'000;
+  // Cap mode: a slice that ran ahead waits until it is this far under its limit, so it runs in
+  // bursts that start on an idle queue (device-timed: exact) rather than one launch at a time,
+  // each charged the delay before its completion was seen. Below cap_tolerance_ns, so the rate
+  // clock never restarts during the wait: no budget is lost.
+  int64_t cap_resume_ns = 1'000'000;
   // The most estimated device time one process may have queued (bounds hand-over delay).
   int64_t max_inflight_ns = 2'000'000;
   // How long a waiter sleeps between looks at the board; and when a higher tier holds the GPU.

@@ -20,6 +20,7 @@
 #include "core/abi/cuda_api.h"
 #include "hook/log.h"
 #include "hook/memory_hook.h"
+#include "hook/real_calls.h"
 #include "hook/real_driver.h"
 #include "slice/slice.h"
 
@@ -38,21 +39,13 @@ constexpr int64_t kMonitorIdleWaitNs = 100'000'000;
 constexpr uint64_t kUndecided = ~uint64_t{0};
 constexpr int64_t kContextDrainNs = 1'000'000'000;
 
-struct RealFns {
-  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
-  decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
-  decltype(&::cuCtxGetDevice) ctx_get_device = nullptr;
-  decltype(&::cuEventCreate) event_create = nullptr;
-  decltype(&::cuEventRecord) event_record = nullptr;
-  decltype(&::cuEventRecord_ptsz) event_record_ptsz = nullptr;
-  decltype(&::cuEventSynchronize) event_synchronize = nullptr;
-  decltype(&::cuEventDestroy_v2) event_destroy = nullptr;
-};
-
 // A closed batch waiting for its marker (a bounded MPSC ring, Vyukov's sequence protocol).
+// `start_event` is the batch's start marker when the batch is timed; once the slot is free it is
+// a spare the next batch of this context swaps for its own.
 struct MarkSlot {
   std::atomic<uint64_t> sequence{0};
   CUevent event = nullptr;
+  CUevent start_event = nullptr;
   CUcontext event_context = nullptr;
   Mark mark;
 };
@@ -79,6 +72,17 @@ struct Batch {
   bool per_thread_stream = false;
   Mark open;
   int64_t last_launch_ns = 0;
+  int64_t last_close_ns = 0;
+  // The start marker this thread records before a batch's first launch, in `start_context`;
+  // created when `context_closings` had this value (see RecordStart).
+  CUevent start_event = nullptr;
+  CUcontext start_context = nullptr;
+  uint64_t start_closings = 0;
+  // When the start marker was recorded for a batch not opened yet (its launch failed), and on
+  // which stream: the next launch there reuses it rather than recording again.
+  int64_t start_recorded_ns = 0;
+  CUstream start_stream = nullptr;
+  bool start_per_thread_stream = false;
 };
 
 struct ThreadCache {
@@ -87,12 +91,15 @@ struct ThreadCache {
   Batch batch;
 };
 
-constinit RealFns g_real{};
+constinit RealCalls g_real{};
 constinit std::atomic<bool> g_real_loaded{false};
 constinit std::atomic<bool> g_armed{false};
 constinit std::atomic<const slice::Ledger*> g_ledger{nullptr};
 constinit std::atomic<uint64_t> g_decided_generation{kUndecided};
 constinit std::mutex g_resolve_mutex;
+// Bumped whenever a context of this process is closed: a thread's start marker created before
+// the bump may belong to a dead context whose handle the driver has since reused.
+constinit std::atomic<uint64_t> g_context_closings{0};
 constinit GpuGate g_gates[kGates];
 constinit thread_local ThreadCache t_cache __attribute__((tls_model("initial-exec")));
 
@@ -103,16 +110,7 @@ bool Limited(const slice::Ledger& ledger, int device) {
 
 void LoadReal() {
   if (g_real_loaded.load(std::memory_order_acquire)) return;
-  RealFns fns;
-  fns.ctx_get_current = reinterpret_cast<decltype(fns.ctx_get_current)>(RealCudaByName("cuCtxGetCurrent"));
-  fns.ctx_set_current = reinterpret_cast<decltype(fns.ctx_set_current)>(RealCudaByName("cuCtxSetCurrent"));
-  fns.ctx_get_device = reinterpret_cast<decltype(fns.ctx_get_device)>(RealCudaByName("cuCtxGetDevice"));
-  fns.event_create = reinterpret_cast<decltype(fns.event_create)>(RealCudaByName("cuEventCreate"));
-  fns.event_record = reinterpret_cast<decltype(fns.event_record)>(RealCudaByName("cuEventRecord"));
-  fns.event_record_ptsz = reinterpret_cast<decltype(fns.event_record_ptsz)>(RealCudaByName("cuEventRecord_ptsz"));
-  fns.event_synchronize = reinterpret_cast<decltype(fns.event_synchronize)>(RealCudaByName("cuEventSynchronize"));
-  fns.event_destroy = reinterpret_cast<decltype(fns.event_destroy)>(RealCudaByName("cuEventDestroy_v2"));
-  g_real = fns;
+  g_real = ResolveRealCalls();
   g_real_loaded.store(true, std::memory_order_release);
 }
 
@@ -138,6 +136,14 @@ void Futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* 
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
 }
 
+// The device time between a completed slot's start and end markers; -1 when untimed.
+int64_t DeviceSpanNs(const MarkSlot& slot) {
+  if (!slot.mark.timed || slot.start_event == nullptr || g_real.event_elapsed == nullptr) return -1;
+  float milliseconds = 0;
+  if (g_real.event_elapsed(&milliseconds, slot.start_event, slot.event) != CUDA_SUCCESS || milliseconds < 0) return -1;
+  return static_cast<int64_t>(static_cast<double>(milliseconds) * 1e6);
+}
+
 void* CompletionThread(void* argument) {
   auto* gate = static_cast<GpuGate*>(argument);
   sigset_t all;
@@ -156,12 +162,14 @@ void* CompletionThread(void* argument) {
       gate->monitor_sleeping.store(0, std::memory_order_relaxed);
       continue;
     }
+    int64_t device_ns = -1;
     if (slot.event != nullptr) {
       if (slot.event_context != current && g_real.ctx_set_current(slot.event_context) == CUDA_SUCCESS)
         current = slot.event_context;
-      g_real.event_synchronize(slot.event);  // an error (context gone): counts as done now
+      // An error (context gone) counts as done now, and untimed.
+      if (g_real.event_synchronize(slot.event) == CUDA_SUCCESS) device_ns = DeviceSpanNs(slot);
     }
-    gate->limiter->OnMarkComplete(slot.mark, compute::MonotonicNs());
+    gate->limiter->OnMarkComplete(slot.mark, compute::MonotonicNs(), device_ns);
     slot.sequence.store(gate->head + kRingSlots, std::memory_order_release);
     ++gate->head;
     gate->completed.store(gate->head, std::memory_order_release);
@@ -247,6 +255,11 @@ GpuGate* CurrentGate(CUcontext* context_out) {
   return cache.gate;
 }
 
+void DestroyEvent(CUevent* event) {
+  if (*event != nullptr) g_real.event_destroy(*event);
+  *event = nullptr;
+}
+
 // Closes the thread's open batch behind a marker. False (batch kept open) if the ring is full.
 bool Close(Batch& batch, bool late) {
   if (batch.open.launches == 0 || batch.gate == nullptr) return true;
@@ -265,14 +278,20 @@ bool Close(Batch& batch, bool late) {
     }
   }
   if (slot->event_context != batch.context || slot->event == nullptr) {
-    if (slot->event != nullptr) g_real.event_destroy(slot->event);
-    slot->event = nullptr;
-    if (g_real.event_create(&slot->event, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS)
-      slot->event = nullptr;
+    DestroyEvent(&slot->event);
+    if (slot->event_context != batch.context) DestroyEvent(&slot->start_event);
+    // Timing enabled: the completion thread reads the span from the batch's start marker.
+    if (g_real.event_create(&slot->event, CU_EVENT_BLOCKING_SYNC) != CUDA_SUCCESS) slot->event = nullptr;
     slot->event_context = batch.context;
   }
   slot->mark = batch.open;
   slot->mark.late = late;
+  if (slot->mark.timed) {
+    // The recorded start marker goes with the batch; the thread keeps the slot's spare.
+    CUevent spare = slot->start_event;
+    slot->start_event = batch.start_event;
+    batch.start_event = spare;
+  }
   const auto record = batch.per_thread_stream && g_real.event_record_ptsz != nullptr ? g_real.event_record_ptsz
                                                                                        : g_real.event_record;
   if (slot->event != nullptr && record(slot->event, batch.stream) != CUDA_SUCCESS) {
@@ -281,11 +300,48 @@ bool Close(Batch& batch, bool late) {
     slot->event = nullptr;
   }
   gate.limiter->OnMarkClosed();
+  batch.last_close_ns = compute::MonotonicNs();
   slot->sequence.store(position + 1, std::memory_order_release);
   gate.published.fetch_add(1, std::memory_order_release);
   if (gate.monitor_sleeping.load(std::memory_order_seq_cst) != 0) Futex(&gate.published, FUTEX_WAKE_PRIVATE, 1, nullptr);
   batch.open = Mark{};
   return true;
+}
+
+// Records the thread's start marker on the batch's stream, before its first launch, so the
+// batch's device time is measured from when the device reached it. False: the batch is untimed.
+bool RecordStart(Batch& batch, CUcontext context, CUstream stream, bool per_thread_stream) {
+  const uint64_t closings = g_context_closings.load(std::memory_order_acquire);
+  if (batch.start_context != context) {
+    // A marker from a context that may have been destroyed since is abandoned, not destroyed:
+    // its handle may name someone else's event by now.
+    if (batch.start_closings == closings) DestroyEvent(&batch.start_event);
+    batch.start_event = nullptr;
+    batch.start_context = context;
+    batch.start_closings = closings;
+  }
+  if (batch.start_event == nullptr && g_real.event_create(&batch.start_event, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+    batch.start_event = nullptr;
+    return false;
+  }
+  const auto record = per_thread_stream && g_real.event_record_ptsz != nullptr ? g_real.event_record_ptsz
+                                                                               : g_real.event_record;
+  return record(batch.start_event, stream) == CUDA_SUCCESS;
+}
+
+// A recorded start marker for a batch about to open: the one left by a failed launch on the same
+// stream moments ago, or a new one.
+bool StartMarker(Batch& batch, CUcontext context, CUstream stream, bool per_thread_stream, int64_t now_ns) {
+  if (batch.start_recorded_ns != 0 && now_ns - batch.start_recorded_ns < kPausedNs &&
+      batch.start_context == context && batch.start_stream == stream &&
+      batch.start_per_thread_stream == per_thread_stream) {
+    return true;
+  }
+  const bool recorded = RecordStart(batch, context, stream, per_thread_stream);
+  batch.start_recorded_ns = recorded ? now_ns : 0;
+  batch.start_stream = stream;
+  batch.start_per_thread_stream = per_thread_stream;
+  return recorded;
 }
 
 void SleepUntil(int64_t deadline_ns) {
@@ -320,7 +376,8 @@ CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, F
 
   Batch& batch = t_cache.batch;
   compute::Limiter& limiter = *gate->limiter;
-  int64_t now = compute::MonotonicNs();
+  const int64_t arrived = compute::MonotonicNs();
+  int64_t now = arrived;
   for (;;) {
     const compute::Admission admission = limiter.TryAdmit(now);
     if (admission.verdict == compute::Admission::kGo) break;
@@ -328,11 +385,13 @@ CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, F
     SleepUntil(std::min(admission.until_ns, now + limiter.policy().poll_ns));
     now = compute::MonotonicNs();
   }
+  if (now != arrived) limiter.OnThrottled(now - arrived);
   if (batch.open.launches > 0 && (batch.gate != gate || batch.context != context || batch.stream != stream ||
                                   batch.per_thread_stream != per_thread_stream || batch.open.kind != kind ||
                                   now - batch.last_launch_ns > kPausedNs)) {
     Close(batch, /*late=*/now - batch.last_launch_ns > kPausedNs);
   }
+  const bool timed = batch.open.launches == 0 && StartMarker(batch, context, stream, per_thread_stream, now);
   const CUresult rc = launch();
   if (rc != CUDA_SUCCESS) return rc;
   if (batch.open.launches == 0) {
@@ -342,11 +401,13 @@ CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, F
     batch.per_thread_stream = per_thread_stream;
     batch.open.first_launch_ns = now;
     batch.open.kind = kind;
+    batch.open.timed = timed;
+    batch.start_recorded_ns = 0;  // consumed by this batch
   }
   batch.open.launches++;
   batch.open.estimated_ns += limiter.OnLaunched(now, kind);
   batch.last_launch_ns = now;
-  if (limiter.ShouldClose(batch.open, now)) Close(batch, /*late=*/false);
+  if (limiter.ShouldClose(batch.open, now, batch.last_close_ns)) Close(batch, /*late=*/false);
   return rc;
 }
 
@@ -355,6 +416,10 @@ void ComputeContextClosing(CUcontext context, CUdevice device) {
   Batch& batch = t_cache.batch;
   if (batch.open.launches > 0 && (batch.context == context || context == nullptr)) Close(batch, /*late=*/false);
   t_cache.context = nullptr;  // the handle may be reused by a new context
+  if (batch.start_context == context || context == nullptr) DestroyEvent(&batch.start_event);
+  batch.start_context = nullptr;
+  batch.start_recorded_ns = 0;
+  g_context_closings.fetch_add(1, std::memory_order_acq_rel);
   std::lock_guard<std::mutex> lock(g_resolve_mutex);  // one closer at a time
   for (int ordinal = 0; ordinal < kGates; ++ordinal) {
     GpuGate& gate = g_gates[ordinal];
@@ -369,9 +434,9 @@ void ComputeContextClosing(CUcontext context, CUdevice device) {
       MarkSlot& slot = gate.slots[index];
       const bool ours = device >= 0 || slot.event_context == context;
       const bool free = slot.sequence.load(std::memory_order_acquire) % kRingSlots == index;
-      if (!ours || !free || slot.event == nullptr) continue;
-      g_real.event_destroy(slot.event);
-      slot.event = nullptr;
+      if (!ours || !free) continue;
+      DestroyEvent(&slot.event);
+      DestroyEvent(&slot.start_event);
       slot.event_context = nullptr;
     }
   }

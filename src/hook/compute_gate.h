@@ -9,13 +9,16 @@
 // - GatedLaunch(stream, kind, launch): waits (sleeping) until the slice may launch on the
 //   current context's GPU, calls `launch` (the real call) once, and books the launch into the
 //   calling thread's open batch; closes the batch with a completion marker (a real event,
-//   CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC, recorded on the launch's stream) when the
-//   limiter says so. A launch error is returned untouched and books nothing. Under budget with
+//   CU_EVENT_BLOCKING_SYNC, recorded on the launch's stream) when the limiter says so, and
+//   records a start marker before a batch's first launch, so the batch is charged no more than
+//   its device-timed span (not the delay before its completion was observed). A launch error is returned untouched and books nothing. Under budget with
 //   the GPU to itself: no lock, no syscall, no allocation (an event record every ~200 µs).
 // - One completion thread per GPU and process (created on the first gated launch there)
 //   synchronises markers in order and feeds the measured time to the limiter.
-// - CloseOpenBatch(): the sync wrappers call it first, so a program that synchronises after
-//   each launch has each batch measured when it completes, not at its next launch.
+// - CloseOpenBatch(): the stream and context sync wrappers call it first, so a program that
+//   synchronises after each launch has each batch measured when it completes, not at its next
+//   launch. Event syncs do not: a loop that keeps N launches in flight and waits for the oldest
+//   would otherwise make every launch a batch of its own.
 // - Devices outside the slice, a board that cannot be opened or joined (reported once on
 //   stderr) and contexts the hook cannot place are not gated: compute shares fail open, memory
 //   caps never do.

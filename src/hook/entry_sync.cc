@@ -43,7 +43,6 @@ CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
 CUresult cuEventSynchronize(CUevent hEvent) {
   const auto real = FGPU_REAL_CUDA(cuEventSynchronize);
   if (real == nullptr) return MissingRealCuda();
-  fgpu::hook::CloseOpenBatch();
   return ReconciledAfter(real(hEvent));
 }
 

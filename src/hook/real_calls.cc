@@ -25,6 +25,14 @@ RealCalls ResolveRealCalls() {
   ByName(&calls.ctx_push_current, RealCudaByName, "cuCtxPushCurrent_v2");
   ByName(&calls.ctx_pop_current, RealCudaByName, "cuCtxPopCurrent_v2");
   ByName(&calls.primary_ctx_get_state, RealCudaByName, "cuDevicePrimaryCtxGetState");
+  ByName(&calls.ctx_set_current, RealCudaByName, "cuCtxSetCurrent");
+  ByName(&calls.event_create, RealCudaByName, "cuEventCreate");
+  ByName(&calls.event_record, RealCudaByName, "cuEventRecord");
+  ByName(&calls.event_record_ptsz, RealCudaByName, "cuEventRecord_ptsz");
+  ByName(&calls.event_synchronize, RealCudaByName, "cuEventSynchronize");
+  ByName(&calls.event_elapsed, RealCudaByName, "cuEventElapsedTime_v2");
+  if (calls.event_elapsed == nullptr) ByName(&calls.event_elapsed, RealCudaByName, "cuEventElapsedTime");
+  ByName(&calls.event_destroy, RealCudaByName, "cuEventDestroy_v2");
   // Hooked by us: the real functions behind our wrappers.
   calls.mem_get_info = RealCuda<decltype(calls.mem_get_info)>(CudaSymbol::k_cuMemGetInfo_v2);
   calls.ctx_destroy = RealCuda<decltype(calls.ctx_destroy)>(CudaSymbol::k_cuCtxDestroy_v2);

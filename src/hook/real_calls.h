@@ -33,6 +33,14 @@ struct RealCalls {
   CUresult (*ctx_destroy)(CUcontext) = nullptr;
   CUresult (*primary_ctx_get_state)(CUdevice, unsigned int*, int*) = nullptr;
   CUresult (*primary_ctx_release)(CUdevice) = nullptr;
+  // Compute gate: completion markers and the device-timed span of a batch
+  CUresult (*ctx_set_current)(CUcontext) = nullptr;
+  CUresult (*event_create)(CUevent*, unsigned int) = nullptr;
+  CUresult (*event_record)(CUevent, CUstream) = nullptr;
+  CUresult (*event_record_ptsz)(CUevent, CUstream) = nullptr;
+  CUresult (*event_synchronize)(CUevent) = nullptr;
+  CUresult (*event_elapsed)(float*, CUevent, CUevent) = nullptr;  // cuEventElapsedTime_v2 or v1
+  CUresult (*event_destroy)(CUevent) = nullptr;
   // NVML
   nvmlReturn_t (*nvml_init)() = nullptr;
   nvmlReturn_t (*nvml_get_handle_by_uuid)(const char*, nvmlDevice_t*) = nullptr;

@@ -14,6 +14,7 @@
 // - Thread-safe; contexts are shared by all threads as in the real driver.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -99,6 +100,7 @@ class Runtime {
   mutable std::mutex mu_;
   bool init_done_ = false;
   CUresult init_result_ = CUDA_ERROR_NOT_INITIALIZED;
+  std::atomic<bool> initialized_{false};  // Init succeeded (set once, never cleared)
   std::unique_ptr<SharedDevices> shared_;
   std::vector<int> visible_;  // CUDA ordinal -> physical device
   std::vector<PrimarySlot> primaries_;
