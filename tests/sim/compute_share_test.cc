@@ -5,6 +5,7 @@
 // real sleeps and a loaded 2-core machine, so each run is a few seconds and the bars are the
 // issue's (±3 points for shares, ±5 for a cap, p99 ≤ 1.2× for the latency tier).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -199,6 +200,30 @@ TEST_F(ComputeShares, AShareChangedMidRunTakesEffect) {
   EXPECT_NEAR(shares[0][0], 30, 3);
   EXPECT_NEAR(shares[0][2], 70, 3);
   EXPECT_NEAR(shares[1][2], 30, 3);
+}
+
+TEST_F(ComputeShares, ASliceWhoseProcessDiesStopsCounting) {
+  // 30/70; at ~1.3 s of the probes' time the 70 % slice's workload is killed (SIGKILL: no
+  // cleanup of any kind). The 30 % slice has the GPU to itself from the next whole window on.
+  std::vector<std::unique_ptr<RunningProbe>> running;
+  running.push_back(Start({"--compute", "30"}, Saturating("1000", "4")));
+  running.push_back(Start({"--compute", "70"}, Saturating("1000", "4")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int killed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir_)) {
+    Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(entry.path().string());
+    ASSERT_TRUE(admin.ok()) << admin.status().message();
+    if (admin->spec().devices[0].compute_share != 70) continue;
+    for (const slice::ProcessUsage& process : admin->Usage().processes) killed += kill(process.pid, SIGKILL) == 0;
+  }
+  ASSERT_EQ(killed, 1);
+  const ProbeResult survivor = running[0]->Wait();
+  running[1]->Wait();
+  ASSERT_EQ(survivor.exit_code, 0) << survivor.stderr_text;
+  const std::vector<double> windows = Windows(survivor);
+  ASSERT_GE(windows.size(), 4u);
+  EXPECT_NEAR(windows[0], 30, 5) << "before the kill";
+  for (std::size_t i = 2; i < windows.size(); ++i) EXPECT_GT(windows[i], 90) << "window " << i;
 }
 
 // The probe's p99 of 1 ms requests at 25 % load, the best of three runs: host noise on a small
