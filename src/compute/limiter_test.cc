@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace fgpu::compute {
 namespace {
@@ -100,6 +104,47 @@ TEST_F(LimiterTest, ACappedSliceWaitsOnceItRunsAheadOfItsRate) {
   ASSERT_EQ(wait.verdict, Admission::kWait);
   EXPECT_GT(wait.until_ns, now);
   EXPECT_EQ(limiter_->TryAdmit(wait.until_ns).verdict, Admission::kGo);
+}
+
+// Launching threads book and close marks while the completion thread charges them: every
+// estimate queued is taken back, and every mark charged (run under ThreadSanitizer too).
+TEST_F(LimiterTest, LaunchingThreadsAndTheCompletionThreadAgree) {
+  constexpr int kThreads = 4;
+  constexpr int kMarksPerThread = 2000;
+  std::atomic<int> closed{0};
+  std::mutex ring_mutex;  // the hook's ring is lock-free; here only the limiter is under test
+  std::vector<Mark> ring;
+  std::vector<std::thread> launchers;
+  for (int t = 0; t < kThreads; ++t) {
+    launchers.emplace_back([&] {
+      for (int i = 0; i < kMarksPerThread; ++i) {
+        const int64_t now = MonotonicNs();
+        (void)limiter_->TryAdmit(now);
+        Mark mark;
+        mark.first_launch_ns = now;
+        mark.launches = 1;
+        mark.estimated_ns = limiter_->OnLaunched(now, LaunchKind::kKernel);
+        limiter_->OnMarkClosed();
+        std::lock_guard<std::mutex> lock(ring_mutex);
+        ring.push_back(mark);
+        closed.fetch_add(1);
+      }
+    });
+  }
+  int completed = 0;
+  while (completed < kThreads * kMarksPerThread) {
+    std::vector<Mark> batch;
+    {
+      std::lock_guard<std::mutex> lock(ring_mutex);
+      batch.swap(ring);
+    }
+    for (const Mark& mark : batch) limiter_->OnMarkComplete(mark, MonotonicNs(), 1'000);
+    completed += static_cast<int>(batch.size());
+  }
+  for (std::thread& launcher : launchers) launcher.join();
+  EXPECT_EQ(limiter_->queued_ns(), 0);
+  EXPECT_EQ(__atomic_load_n(&limiter_->entry()->launches, __ATOMIC_RELAXED),
+            static_cast<uint64_t>(kThreads * kMarksPerThread));
 }
 
 }  // namespace
