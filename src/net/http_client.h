@@ -1,0 +1,29 @@
+// HttpCall: one request to an HTTP/1.1 server (the agent) over a Unix socket or TCP, and its
+// response. Bounded: a response head over 16 KiB or a body over 64 MiB is an error.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "net/http_message.h"
+
+namespace fgpu::net {
+
+// Where a server listens: "unix:/run/fgpu/agent.sock", "/run/fgpu/agent.sock" (a path) or
+// "127.0.0.1:7070".
+struct Endpoint {
+  bool unix_socket = false;
+  std::string path;
+  std::string host;
+  int port = 0;
+};
+
+Result<Endpoint> ParseEndpoint(const std::string& text);
+std::string ToString(const Endpoint& endpoint);
+
+// Unavailable when nothing listens (the caller may fall back), InvalidArgument for a
+// malformed response, Unavailable on timeout.
+Result<HttpResponse> HttpCall(const Endpoint& endpoint, const std::string& method, const std::string& target,
+                              const std::string& body, int timeout_ms);
+
+}  // namespace fgpu::net
