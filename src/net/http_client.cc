@@ -102,7 +102,7 @@ Result<HttpResponse> ParseResponse(const std::string& raw) {
 
 }  // namespace
 
-Result<Endpoint> ParseEndpoint(const std::string& text) {
+Result<Endpoint> ParseEndpoint(const std::string& text, bool any_port) {
   Endpoint endpoint;
   if (text.rfind("unix:", 0) == 0 || (!text.empty() && (text[0] == '/' || text[0] == '.'))) {
     endpoint.unix_socket = true;
@@ -117,7 +117,8 @@ Result<Endpoint> ParseEndpoint(const std::string& text) {
   endpoint.host = text.substr(0, colon);
   const std::string port = text.substr(colon + 1);
   const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), endpoint.port);
-  if (error != std::errc() || end != port.data() + port.size() || endpoint.port <= 0 || endpoint.port > 65535) {
+  if (error != std::errc() || end != port.data() + port.size() || endpoint.port < (any_port ? 0 : 1) ||
+      endpoint.port > 65535) {
     return Status::InvalidArgument("bad port in '" + text + "'");
   }
   return endpoint;

@@ -18,7 +18,8 @@ struct Endpoint {
   int port = 0;
 };
 
-Result<Endpoint> ParseEndpoint(const std::string& text);
+// `any_port`: port 0 (a server asking for any free port) is allowed.
+Result<Endpoint> ParseEndpoint(const std::string& text, bool any_port = false);
 std::string ToString(const Endpoint& endpoint);
 
 // Unavailable when nothing listens (the caller may fall back), InvalidArgument for a

@@ -1,0 +1,76 @@
+#include "agent/agent.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "agent/api.h"
+#include "agent/nvml_client.h"
+#include "agent/slice_service.h"
+#include "agent/store.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+
+namespace fgpu::agent {
+namespace {
+
+int Fail(const std::string& message) {
+  std::cerr << "fgpu agent: " << message << "\n";
+  return 1;
+}
+
+// Blocks SIGINT/SIGTERM in every thread (the server's threads inherit the mask) and waits for one.
+sigset_t StopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  return signals;
+}
+
+}  // namespace
+
+int RunAgent(const AgentOptions& options) {
+  const sigset_t signals = StopSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::error_code error;
+  std::filesystem::create_directories(options.state_dir, error);
+  if (error) return Fail("cannot create the state directory " + options.state_dir + ": " + error.message());
+  Result<std::shared_ptr<NvmlClient>> nvml = NvmlClient::Load();
+  if (!nvml.ok()) return Fail(nvml.status().message());
+  Result<std::vector<GpuState>> gpus = (*nvml)->Gpus();
+  if (!gpus.ok()) return Fail(gpus.status().message());
+  Result<std::unique_ptr<Store>> store = Store::Open(options.state_dir + "/agent.db");
+  if (!store.ok()) return Fail(store.status().message());
+  SliceService slices(store->get(), *gpus, options.state_dir + "/slices");
+  if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
+
+  Api api(&slices);
+  net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, {});
+  std::string where;
+  if (!options.listen.empty()) {
+    Result<net::Endpoint> endpoint = net::ParseEndpoint(options.listen, /*any_port=*/true);
+    if (!endpoint.ok() || endpoint->unix_socket) return Fail("--listen wants HOST:PORT, got '" + options.listen + "'");
+    if (endpoint->host != "127.0.0.1") return Fail("--listen is loopback only (127.0.0.1): the API has no TLS");
+    Result<int> port = server.ListenTcp(endpoint->host, endpoint->port);
+    if (!port.ok()) return Fail(port.status().message());
+    where = "http://127.0.0.1:" + std::to_string(*port) + " and ";
+  }
+  const std::string socket = options.socket.empty() ? options.state_dir + "/agent.sock" : options.socket;
+  if (Status listening = server.ListenUnix(socket, 0666); !listening.ok()) return Fail(listening.message());
+  if (Status started = server.Start(); !started.ok()) return Fail(started.message());
+  std::cout << "fgpu agent: " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "
+            << where << "unix:" << socket << std::endl;
+
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cout << "fgpu agent: stopping (signal " << received << ")" << std::endl;
+  server.Stop();
+  return 0;
+}
+
+}  // namespace fgpu::agent

@@ -1,0 +1,19 @@
+// RunAgent: `fgpu agent` — discovers the GPUs, restores the state, serves the API until SIGINT
+// or SIGTERM (docs/agent.md).
+#pragma once
+
+#include <string>
+
+namespace fgpu::agent {
+
+struct AgentOptions {
+  std::string state_dir;  // agent.db, slices/, agent.sock
+  std::string listen;     // "127.0.0.1:PORT" (port 0: any); empty: Unix socket only
+  std::string socket;     // empty: <state_dir>/agent.sock
+};
+
+// Returns the process exit code: 0 after a clean stop, 1 when it could not start (the reason
+// on stderr).
+int RunAgent(const AgentOptions& options);
+
+}  // namespace fgpu::agent

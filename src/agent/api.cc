@@ -1,0 +1,209 @@
+#include "agent/api.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/units.h"
+#include "slice/compute_spec.h"
+
+namespace fgpu::agent {
+namespace {
+
+using nlohmann::json;
+
+net::HttpResponse Json(int status, const json& body) {
+  net::HttpResponse response;
+  response.status = status;
+  response.body = body.dump();
+  return response;
+}
+
+net::HttpResponse Error(int status, const std::string& message) { return Json(status, json{{"error", message}}); }
+
+int HttpStatusOf(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kResourceExhausted: return 409;
+    default: return 500;
+  }
+}
+
+net::HttpResponse ErrorOf(const Status& status) { return Error(HttpStatusOf(status), status.message()); }
+
+json ToJson(const SliceRecord& slice) {
+  return json{{"id", slice.id},
+              {"gpu", slice.gpu_uuid},
+              {"memory_bytes", slice.memory_bytes},
+              {"compute", slice.compute_share},
+              {"compute_mode", slice::ToString(slice.compute_mode)},
+              {"tier", slice::ToString(slice.tier)},
+              {"tenant", slice.tenant},
+              {"owner_uid", slice.owner_uid},
+              {"owner_pid", slice.owner_pid},
+              {"dir", slice.dir},
+              {"created_unix_ms", slice.created_unix_ms}};
+}
+
+// "10GiB", "512MiB" or a number of bytes.
+Result<uint64_t> MemoryField(const json& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_string()) return ParseByteSize(value.get<std::string>());
+  return Status::InvalidArgument("memory must be a byte count or a size such as \"10GiB\"");
+}
+
+Result<uint32_t> ComputeField(const json& value) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 100) {
+    return Status::InvalidArgument("compute must be an integer percent 1..100");
+  }
+  return static_cast<uint32_t>(value.get<int64_t>());
+}
+
+Result<std::string> StringField(const json& value, const char* name) {
+  if (!value.is_string()) return Status::InvalidArgument(std::string(name) + " must be a string");
+  return value.get<std::string>();
+}
+
+// The body as a JSON object whose keys are all in `known`.
+Result<json> ObjectBody(const net::HttpRequest& request, std::initializer_list<const char*> known) {
+  const std::string type = request.Header("content-type");
+  if (!type.empty() && type.rfind("application/json", 0) != 0) {
+    return Status::InvalidArgument("send Content-Type: application/json");
+  }
+  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Status::InvalidArgument("the body is not valid JSON");
+  if (!body.is_object()) return Status::InvalidArgument("the body must be a JSON object");
+  for (const auto& [key, value] : body.items()) {
+    if (std::find_if(known.begin(), known.end(), [&](const char* name) { return key == name; }) == known.end()) {
+      return Status::InvalidArgument("unknown field \"" + key + "\"");
+    }
+  }
+  return body;
+}
+
+// The limit fields both create and resize accept; absent ones stay unset.
+Result<ResizeRequest> ParseLimits(const json& body) {
+  ResizeRequest limits;
+  if (body.contains("memory")) {
+    Result<uint64_t> memory = MemoryField(body["memory"]);
+    if (!memory.ok()) return memory.status();
+    limits.memory_bytes = *memory;
+  }
+  if (body.contains("compute")) {
+    Result<uint32_t> compute = ComputeField(body["compute"]);
+    if (!compute.ok()) return compute.status();
+    limits.compute_share = *compute;
+  }
+  if (body.contains("compute_mode")) {
+    Result<std::string> text = StringField(body["compute_mode"], "compute_mode");
+    if (!text.ok()) return text.status();
+    Result<slice::ComputeMode> mode = slice::ParseComputeMode(*text);
+    if (!mode.ok()) return mode.status();
+    limits.compute_mode = *mode;
+  }
+  if (body.contains("tier")) {
+    Result<std::string> text = StringField(body["tier"], "tier");
+    if (!text.ok()) return text.status();
+    Result<slice::Tier> tier = slice::ParseTier(*text);
+    if (!tier.ok()) return tier.status();
+    limits.tier = *tier;
+  }
+  return limits;
+}
+
+Result<CreateRequest> ParseCreate(const json& body) {
+  Result<ResizeRequest> limits = ParseLimits(body);
+  if (!limits.ok()) return limits.status();
+  if (!limits->memory_bytes) return Status::InvalidArgument("memory is required");
+  CreateRequest request;
+  request.memory_bytes = *limits->memory_bytes;
+  request.compute_share = limits->compute_share;
+  request.compute_mode = limits->compute_mode.value_or(request.compute_mode);
+  request.tier = limits->tier.value_or(request.tier);
+  for (const char* name : {"tenant", "gpu"}) {
+    if (!body.contains(name)) continue;
+    Result<std::string> text = StringField(body[name], name);
+    if (!text.ok()) return text.status();
+    if (std::string(name) == "tenant") request.tenant = *text;
+    else request.gpu = *text;
+  }
+  return request;
+}
+
+}  // namespace
+
+net::HttpResponse Api::Handle(const net::HttpRequest& request) {
+  const std::string& path = request.path;
+  const std::string& method = request.method;
+  if (path == "/v1/health") return method == "GET" ? Health() : Error(405, "use GET");
+  if (path == "/v1/gpus") return method == "GET" ? ListGpus() : Error(405, "use GET");
+  if (path == "/v1/slices") {
+    if (method == "GET") return ListSlices();
+    if (method == "POST") return CreateSlice(request);
+    return Error(405, "use GET or POST");
+  }
+  const std::string prefix = "/v1/slices/";
+  if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() && path.find('/', prefix.size()) == std::string::npos) {
+    return OneSlice(request, path.substr(prefix.size()));
+  }
+  return Error(404, "no such endpoint: " + method + " " + path);
+}
+
+net::HttpResponse Api::Health() {
+  return Json(200, json{{"status", "ok"}, {"gpus", slices_->Rooms().size()}, {"slices", slices_->List().size()}});
+}
+
+net::HttpResponse Api::ListGpus() {
+  json gpus = json::array();
+  for (const GpuRoom& room : slices_->Rooms()) {
+    gpus.push_back(json{{"index", room.gpu.index},
+                        {"uuid", room.gpu.uuid},
+                        {"name", room.gpu.name},
+                        {"memory_total", room.gpu.memory_total},
+                        {"memory_reserved", room.memory_reserved},
+                        {"compute_reserved", room.compute_reserved},
+                        {"slices", room.slices}});
+  }
+  return Json(200, gpus);
+}
+
+net::HttpResponse Api::ListSlices() {
+  json slices = json::array();
+  for (const SliceRecord& slice : slices_->List()) slices.push_back(ToJson(slice));
+  return Json(200, slices);
+}
+
+net::HttpResponse Api::CreateSlice(const net::HttpRequest& request) {
+  Result<json> body = ObjectBody(request, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu"});
+  if (!body.ok()) return ErrorOf(body.status());
+  Result<CreateRequest> create = ParseCreate(*body);
+  if (!create.ok()) return ErrorOf(create.status());
+  Result<SliceRecord> slice = slices_->Create(*create, request.peer);
+  if (!slice.ok()) return ErrorOf(slice.status());
+  return Json(201, ToJson(*slice));
+}
+
+net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const std::string& id) {
+  if (request.method == "GET") {
+    Result<SliceRecord> slice = slices_->Get(id);
+    return slice.ok() ? Json(200, ToJson(*slice)) : ErrorOf(slice.status());
+  }
+  if (request.method == "PATCH") {
+    Result<json> body = ObjectBody(request, {"memory", "compute", "compute_mode", "tier"});
+    if (!body.ok()) return ErrorOf(body.status());
+    Result<ResizeRequest> resize = ParseLimits(*body);
+    if (!resize.ok()) return ErrorOf(resize.status());
+    Result<SliceRecord> slice = slices_->Resize(id, *resize);
+    return slice.ok() ? Json(200, ToJson(*slice)) : ErrorOf(slice.status());
+  }
+  if (request.method == "DELETE") {
+    const Status deleted = slices_->Delete(id);
+    if (!deleted.ok()) return ErrorOf(deleted);
+    net::HttpResponse response;
+    response.status = 204;
+    response.content_type.clear();
+    return response;
+  }
+  return Error(405, "use GET, PATCH or DELETE");
+}
+
+}  // namespace fgpu::agent

@@ -1,0 +1,36 @@
+// Api: the agent's JSON-over-HTTP API (docs/agent.md "API"), as a handler for net::HttpServer.
+//
+//   GET    /v1/health             {"status":"ok","gpus":N,"slices":M}
+//   GET    /v1/gpus               GPUs with what their slices reserve
+//   GET    /v1/slices             every slice
+//   POST   /v1/slices             {"memory":"10GiB"|bytes,"compute":30,"compute_mode":"share",
+//                                  "tier":"standard","tenant":"team-a","gpu":"0"} → 201
+//   GET    /v1/slices/{id}
+//   PATCH  /v1/slices/{id}        any of memory, compute, compute_mode, tier → 200
+//   DELETE /v1/slices/{id}        → 204
+//
+// Errors are {"error": "..."} with 400 (malformed JSON, a bad field, an unknown field), 404
+// (no such slice or GPU), 405, 409 (no room), 415 (not JSON), 500.
+#pragma once
+
+#include "agent/slice_service.h"
+#include "net/http_message.h"
+
+namespace fgpu::agent {
+
+class Api {
+ public:
+  explicit Api(SliceService* slices) : slices_(slices) {}
+  net::HttpResponse Handle(const net::HttpRequest& request);
+
+ private:
+  net::HttpResponse Health();
+  net::HttpResponse ListGpus();
+  net::HttpResponse ListSlices();
+  net::HttpResponse CreateSlice(const net::HttpRequest& request);
+  net::HttpResponse OneSlice(const net::HttpRequest& request, const std::string& id);
+
+  SliceService* slices_;
+};
+
+}  // namespace fgpu::agent

@@ -1,0 +1,188 @@
+// The API over a SliceService on made-up GPUs: lifecycle, room rules, bad requests, many
+// concurrent creators, restart.
+#include "agent/api.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "agent/store.h"
+
+namespace fgpu::agent {
+namespace {
+
+using nlohmann::json;
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/fgpu-api-test-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+    Boot();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // (Re)starts the agent's state on the same directory, as a restart would.
+  void Boot() {
+    api_.reset();
+    service_.reset();
+    store_.reset();
+    Result<std::unique_ptr<Store>> store = Store::Open(dir_ + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    std::vector<GpuState> gpus = {{0, "GPU-aaaa", "H100", 80 * kGiB, 0, 0}, {1, "GPU-bbbb", "H100", 80 * kGiB, 0, 0}};
+    service_ = std::make_unique<SliceService>(store_.get(), gpus, dir_ + "/slices");
+    ASSERT_TRUE(service_->Restore().ok());
+    api_ = std::make_unique<Api>(service_.get());
+  }
+
+  net::HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "") {
+    net::HttpRequest request;
+    request.method = method;
+    request.path = path;
+    request.body = body;
+    request.peer.unix_socket = true;
+    request.peer.uid = 1234;
+    request.peer.pid = 99;
+    return api_->Handle(request);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<SliceService> service_;
+  std::unique_ptr<Api> api_;
+};
+
+TEST_F(ApiTest, CreateGetResizeDelete) {
+  net::HttpResponse created = Call("POST", "/v1/slices",
+                                   R"({"memory":"10GiB","compute":30,"compute_mode":"cap","tier":"latency","tenant":"t1"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const json slice = json::parse(created.body);
+  const std::string id = slice["id"];
+  EXPECT_EQ(slice["memory_bytes"], 10 * kGiB);
+  EXPECT_EQ(slice["owner_uid"], 1234);
+  // The slice directory is what the interposer will read.
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice["dir"].get<std::string>());
+  ASSERT_TRUE(admin.ok());
+  EXPECT_EQ(admin->spec().devices[0].compute_share, 30u);
+  EXPECT_EQ(admin->spec().devices[0].tier, slice::Tier::kLatency);
+
+  net::HttpResponse resized = Call("PATCH", "/v1/slices/" + id, R"({"memory":"20GiB","compute":50})");
+  ASSERT_EQ(resized.status, 200) << resized.body;
+  EXPECT_EQ(json::parse(resized.body)["compute"], 50);
+  Result<slice::SliceAdmin> reread = slice::SliceAdmin::Open(slice["dir"].get<std::string>());
+  EXPECT_EQ(reread->Usage().caps[0], 20 * kGiB);
+
+  EXPECT_EQ(Call("GET", "/v1/slices/" + id).status, 200);
+  EXPECT_EQ(Call("DELETE", "/v1/slices/" + id).status, 204);
+  EXPECT_EQ(Call("GET", "/v1/slices/" + id).status, 404);
+  EXPECT_FALSE(std::filesystem::exists(slice["dir"].get<std::string>()));
+}
+
+TEST_F(ApiTest, BadRequestsGetFourHundredsWithAMessage) {
+  struct Case {
+    const char* method;
+    const char* path;
+    const char* body;
+    int status;
+  };
+  const Case cases[] = {
+      {"POST", "/v1/slices", "{not json", 400},
+      {"POST", "/v1/slices", "[1,2]", 400},
+      {"POST", "/v1/slices", R"({"compute":30})", 400},
+      {"POST", "/v1/slices", R"({"memory":-5})", 400},
+      {"POST", "/v1/slices", R"({"memory":"ten gigs"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","compute":0})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","compute":101})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","compute":"x"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","compute_mode":"fast"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","tier":"vip"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","tenant":"bad tenant!"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","colour":"red"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","gpu":"7"})", 404},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","gpu":"GPU-nope"})", 404},
+      {"POST", "/v1/slices", R"({"memory":"81GiB"})", 409},
+      {"PUT", "/v1/slices", "{}", 405},
+      {"GET", "/v1/slices/none", "", 404},
+      {"PATCH", "/v1/slices/none", R"({"compute":5})", 404},
+      {"GET", "/v2/everything", "", 404},
+  };
+  for (const Case& c : cases) {
+    const net::HttpResponse response = Call(c.method, c.path, c.body);
+    EXPECT_EQ(response.status, c.status) << c.method << " " << c.path << " " << c.body << " -> " << response.body;
+    const json body = json::parse(response.body, nullptr, false);
+    EXPECT_TRUE(body.is_object() && body.contains("error")) << response.body;
+  }
+  EXPECT_TRUE(service_->List().empty()) << "no bad request made a slice";
+}
+
+TEST_F(ApiTest, SharesAndMemoryAreNeverOverbooked) {
+  // Two 80 GiB GPUs: 30+70 % fills one GPU's compute; the next 10 % goes to the other.
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"10GiB","compute":30,"gpu":"0"})").status, 201);
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"10GiB","compute":70,"gpu":"0"})").status, 201);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","compute":10,"gpu":"0"})").status, 409);
+  const net::HttpResponse placed = Call("POST", "/v1/slices", R"({"memory":"1GiB","compute":10})");
+  ASSERT_EQ(placed.status, 201);
+  EXPECT_EQ(json::parse(placed.body)["gpu"], "GPU-bbbb");
+  // Growing past the GPU is refused, and nothing changes.
+  const std::string id = json::parse(placed.body)["id"];
+  EXPECT_EQ(Call("PATCH", "/v1/slices/" + id, R"({"memory":"81GiB"})").status, 409);
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices/" + id).body)["memory_bytes"], kGiB);
+}
+
+TEST_F(ApiTest, AHundredConcurrentCreatorsGetDistinctSlicesAndNoOverbooking) {
+  std::vector<std::thread> clients;
+  std::vector<int> statuses(100);
+  std::vector<std::string> ids(100);
+  for (int i = 0; i < 100; ++i) {
+    clients.emplace_back([&, i] {
+      const net::HttpResponse response = Call("POST", "/v1/slices", R"({"memory":"3GiB","compute":4})");
+      statuses[i] = response.status;
+      if (response.status == 201) ids[i] = json::parse(response.body)["id"];
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  std::set<std::string> distinct;
+  int created = 0;
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_TRUE(statuses[i] == 201 || statuses[i] == 409) << statuses[i];
+    if (statuses[i] == 201) {
+      ++created;
+      distinct.insert(ids[i]);
+    }
+  }
+  // 25 slices of 4 % fill a GPU's compute: 50 fit on two GPUs, the rest are refused.
+  EXPECT_EQ(created, 50);
+  EXPECT_EQ(distinct.size(), 50u);
+  for (const GpuRoom& room : service_->Rooms()) {
+    EXPECT_LE(room.compute_reserved, 100u);
+    EXPECT_LE(room.memory_reserved, room.gpu.memory_total);
+  }
+}
+
+TEST_F(ApiTest, ARestartKeepsEverySliceAndRepairsAMissingDirectory) {
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"10GiB","compute":30})").status, 201);
+  const net::HttpResponse second = Call("POST", "/v1/slices", R"({"memory":"5GiB","tenant":"b"})");
+  ASSERT_EQ(second.status, 201);
+  const std::vector<SliceRecord> before = service_->List();
+  std::filesystem::remove_all(json::parse(second.body)["dir"].get<std::string>());
+  std::filesystem::create_directories(dir_ + "/slices/s999");  // an orphan: no record
+  Boot();
+  EXPECT_EQ(service_->List(), before);
+  for (const SliceRecord& slice : before) EXPECT_TRUE(slice::SliceAdmin::Open(slice.dir).ok()) << slice.dir;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/slices/s999"));
+  // New ids continue after the restored ones.
+  const net::HttpResponse third = Call("POST", "/v1/slices", R"({"memory":"1GiB"})");
+  EXPECT_EQ(json::parse(third.body)["id"], "s3") << third.body;
+}
+
+}  // namespace
+}  // namespace fgpu::agent

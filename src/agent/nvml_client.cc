@@ -1,0 +1,86 @@
+#include "agent/nvml_client.h"
+
+#include <dlfcn.h>
+
+#include "core/abi/nvml_types.h"
+
+namespace fgpu::agent {
+
+struct NvmlClient::Api {
+  void* handle = nullptr;
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*count)(unsigned*) = nullptr;
+  nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+
+  template <typename Fn>
+  bool Resolve(Fn* slot, const char* symbol, bool required = true) {
+    *slot = reinterpret_cast<Fn>(dlsym(handle, symbol));
+    return *slot != nullptr || !required;
+  }
+};
+
+Result<std::shared_ptr<NvmlClient>> NvmlClient::Load() {
+  auto api = std::make_unique<Api>();
+  api->handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (api->handle == nullptr) {
+    return Status::Unavailable("cannot load NVML (libnvidia-ml.so.1); on a machine without a GPU run the agent "
+                               "under `fgpu sim run --`");
+  }
+  const bool resolved = api->Resolve(&api->init, "nvmlInit_v2") && api->Resolve(&api->shutdown, "nvmlShutdown") &&
+                        api->Resolve(&api->count, "nvmlDeviceGetCount_v2") &&
+                        api->Resolve(&api->by_index, "nvmlDeviceGetHandleByIndex_v2") &&
+                        api->Resolve(&api->uuid, "nvmlDeviceGetUUID") && api->Resolve(&api->name, "nvmlDeviceGetName") &&
+                        api->Resolve(&api->memory, "nvmlDeviceGetMemoryInfo") &&
+                        api->Resolve(&api->utilization, "nvmlDeviceGetUtilizationRates", /*required=*/false);
+  if (!resolved) {
+    dlclose(api->handle);
+    return Status::Unavailable("libnvidia-ml.so.1 lacks an entry point the agent needs");
+  }
+  if (api->init() != NVML_SUCCESS) {
+    dlclose(api->handle);
+    return Status::Unavailable("NVML failed to initialise");
+  }
+  return std::shared_ptr<NvmlClient>(new NvmlClient(std::move(api)));
+}
+
+NvmlClient::NvmlClient(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+
+NvmlClient::~NvmlClient() {
+  api_->shutdown();
+  // The library stays loaded: NVML keeps threads of its own in some versions.
+}
+
+Result<std::vector<GpuState>> NvmlClient::Gpus() const {
+  unsigned count = 0;
+  if (api_->count(&count) != NVML_SUCCESS) return Status::Unavailable("NVML cannot count the GPUs");
+  std::vector<GpuState> gpus;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t device = nullptr;
+    char text[96] = {};
+    if (api_->by_index(i, &device) != NVML_SUCCESS || api_->uuid(device, text, sizeof(text)) != NVML_SUCCESS) {
+      continue;  // a GPU NVML cannot name is not one the agent can place on
+    }
+    GpuState gpu;
+    gpu.index = static_cast<int>(i);
+    gpu.uuid = text;
+    if (api_->name(device, text, sizeof(text)) == NVML_SUCCESS) gpu.name = text;
+    nvmlMemory_t memory{};
+    if (api_->memory(device, &memory) == NVML_SUCCESS) {
+      gpu.memory_total = memory.total;
+      gpu.memory_used = memory.used;
+    }
+    nvmlUtilization_t utilization{};
+    if (api_->utilization != nullptr && api_->utilization(device, &utilization) == NVML_SUCCESS) {
+      gpu.utilization_pct = static_cast<int>(utilization.gpu);
+    }
+    gpus.push_back(std::move(gpu));
+  }
+  return gpus;
+}
+
+}  // namespace fgpu::agent

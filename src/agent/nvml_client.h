@@ -1,0 +1,43 @@
+// NvmlClient: the machine's GPUs as NVML reports them (the real libnvidia-ml.so.1, or the
+// simulated one under `fgpu sim run`), loaded with dlopen so `fgpu agent` starts on a machine
+// without a GPU library and says so.
+//
+// Contract: Load() fails with Unavailable (and a hint) when the library or its init fails.
+// Gpus() reads every device afresh: what a field cannot be read for is left at its zero value
+// (utilization is not available on every GPU or under MIG).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fgpu::agent {
+
+struct GpuState {
+  int index = 0;      // NVML index
+  std::string uuid;   // "GPU-..."
+  std::string name;
+  uint64_t memory_total = 0;
+  uint64_t memory_used = 0;
+  int utilization_pct = -1;  // -1: not reported
+};
+
+class NvmlClient {
+ public:
+  static Result<std::shared_ptr<NvmlClient>> Load();
+  ~NvmlClient();
+  NvmlClient(const NvmlClient&) = delete;
+  NvmlClient& operator=(const NvmlClient&) = delete;
+
+  Result<std::vector<GpuState>> Gpus() const;
+
+ private:
+  struct Api;
+  explicit NvmlClient(std::unique_ptr<Api> api);
+  std::unique_ptr<Api> api_;
+};
+
+}  // namespace fgpu::agent

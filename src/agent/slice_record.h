@@ -1,0 +1,30 @@
+// What the agent knows of one slice: its identity, where it lives, its limits and who asked
+// for it. The limits file in `dir` is the interposer's copy; this record is the agent's.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "slice/slice.h"
+
+namespace fgpu::agent {
+
+struct SliceRecord {
+  std::string id;
+  std::string gpu_uuid;
+  uint64_t memory_bytes = 0;
+  uint32_t compute_share = 100;
+  slice::ComputeMode compute_mode = slice::ComputeMode::kShare;
+  slice::Tier tier = slice::Tier::kStandard;
+  std::string tenant;
+  int64_t owner_uid = -1;  // who created it (SO_PEERCRED over the Unix socket; -1 over TCP)
+  int64_t owner_pid = -1;
+  std::string dir;          // the slice directory the workload's FGPU_SLICE names
+  int64_t created_unix_ms = 0;
+
+  bool operator==(const SliceRecord&) const = default;
+};
+
+}  // namespace fgpu::agent

@@ -1,0 +1,240 @@
+#include "agent/slice_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/units.h"
+
+namespace fgpu::agent {
+namespace {
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+slice::SliceSpec SpecOf(const SliceRecord& record) {
+  slice::SliceSpec spec;
+  spec.id = record.id;
+  spec.devices.push_back({.uuid = record.gpu_uuid,
+                          .memory_cap = record.memory_bytes,
+                          .compute_share = record.compute_share,
+                          .compute_mode = record.compute_mode,
+                          .tier = record.tier});
+  return spec;
+}
+
+bool ValidTenant(const std::string& tenant) {
+  if (tenant.empty() || tenant.size() > 63) return false;
+  for (char c : tenant) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
+  return room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100;
+}
+
+}  // namespace
+
+SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir)
+    : store_(store), gpus_(std::move(gpus)), slices_dir_(std::move(slices_dir)) {}
+
+Status SliceService::Restore() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Result<std::vector<SliceRecord>> stored = store_->Slices();
+  if (!stored.ok()) return stored.status();
+  slices_ = *stored;
+  for (const SliceRecord& record : slices_) {
+    unsigned long long number = 0;
+    if (std::sscanf(record.id.c_str(), "s%llu", &number) == 1 && number >= next_id_) next_id_ = number + 1;
+    if (slice::SliceAdmin::Open(record.dir).ok()) continue;  // intact: its workloads keep running
+    std::error_code ignored;
+    std::filesystem::remove_all(record.dir, ignored);
+    if (Status status = WriteDirectory(record); !status.ok()) return status;
+  }
+  RemoveOrphans();
+  return Status::Ok();
+}
+
+void SliceService::RemoveOrphans() const {
+  // A directory without a record: a delete that crashed between its two steps (the record
+  // goes first, so a deleted slice is never resurrected).
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(slices_dir_, error)) {
+    const std::string dir = entry.path().string();
+    const bool known = std::any_of(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.dir == dir; });
+    if (known) continue;
+    Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(dir);
+    if (admin.ok()) (void)admin->Remove();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+}
+
+std::vector<GpuRoom> SliceService::RoomsLocked() const {
+  std::vector<GpuRoom> rooms;
+  for (const GpuState& gpu : gpus_) {
+    GpuRoom room{gpu};
+    for (const SliceRecord& slice : slices_) {
+      if (slice.gpu_uuid != gpu.uuid) continue;
+      room.memory_reserved += slice.memory_bytes;
+      room.compute_reserved += slice.compute_share;
+      room.slices++;
+    }
+    rooms.push_back(room);
+  }
+  return rooms;
+}
+
+std::vector<GpuRoom> SliceService::Rooms() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return RoomsLocked();
+}
+
+Result<const GpuState*> SliceService::NamedGpu(const std::string& selector) const {
+  for (const GpuState& gpu : gpus_) {
+    if (gpu.uuid == selector || std::to_string(gpu.index) == selector) return &gpu;
+  }
+  return Status::NotFound("no GPU '" + selector + "' on this machine");
+}
+
+Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest& request) const {
+  const auto share_on = [&](const GpuRoom& room) -> uint32_t {
+    if (request.compute_share) return *request.compute_share;
+    const uint64_t total = std::max<uint64_t>(room.gpu.memory_total, 1);
+    return static_cast<uint32_t>(std::clamp<uint64_t>((request.memory_bytes * 100 + total - 1) / total, 1, 100));
+  };
+  const std::vector<GpuRoom> rooms = RoomsLocked();
+  if (request.gpu) {
+    Result<const GpuState*> named = NamedGpu(*request.gpu);
+    if (!named.ok()) return named.status();
+    for (const GpuRoom& room : rooms) {
+      if (room.gpu.uuid != (*named)->uuid) continue;
+      if (Fits(room, request.memory_bytes, share_on(room))) return std::make_pair(room.gpu.uuid, share_on(room));
+      return Status::ResourceExhausted("GPU " + *request.gpu + " has " +
+                                       FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +
+                                       std::to_string(100 - room.compute_reserved) + " % compute left");
+    }
+  }
+  const GpuRoom* best = nullptr;
+  for (const GpuRoom& room : rooms) {
+    if (!Fits(room, request.memory_bytes, share_on(room))) continue;
+    const uint64_t left = room.gpu.memory_total - room.memory_reserved;
+    if (best == nullptr || left < best->gpu.memory_total - best->memory_reserved) best = &room;
+  }
+  if (best == nullptr) {
+    return Status::ResourceExhausted("no GPU has " + FormatByteSize(request.memory_bytes) + " and " +
+                                     (request.compute_share ? std::to_string(*request.compute_share) + " %"
+                                                            : std::string("that much")) +
+                                     " compute free");
+  }
+  return std::make_pair(best->gpu.uuid, share_on(*best));
+}
+
+Status SliceService::WriteDirectory(const SliceRecord& record) const {
+  std::error_code error;
+  std::filesystem::create_directories(slices_dir_, error);
+  if (error) return Status::Unavailable("cannot create " + slices_dir_ + ": " + error.message());
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(record.dir, SpecOf(record));
+  return admin.ok() ? Status::Ok() : admin.status();
+}
+
+std::string SliceService::NewId() { return "s" + std::to_string(next_id_++); }
+
+Result<SliceRecord> SliceService::Create(const CreateRequest& request, const net::Peer& peer) {
+  if (request.memory_bytes == 0) return Status::InvalidArgument("memory must be more than 0 bytes");
+  if (request.compute_share && (*request.compute_share < 1 || *request.compute_share > 100)) {
+    return Status::InvalidArgument("compute must be 1..100 (percent of one GPU)");
+  }
+  if (!ValidTenant(request.tenant)) return Status::InvalidArgument("tenant must be 1-63 of [A-Za-z0-9._-]");
+  std::lock_guard<std::mutex> lock(mutex_);
+  Result<std::pair<std::string, uint32_t>> placed = Place(request);
+  if (!placed.ok()) return placed.status();
+  SliceRecord record;
+  record.id = NewId();
+  record.gpu_uuid = placed->first;
+  record.memory_bytes = request.memory_bytes;
+  record.compute_share = placed->second;
+  record.compute_mode = request.compute_mode;
+  record.tier = request.tier;
+  record.tenant = request.tenant;
+  record.owner_uid = peer.unix_socket ? static_cast<int64_t>(peer.uid) : -1;
+  record.owner_pid = peer.unix_socket ? static_cast<int64_t>(peer.pid) : -1;
+  record.dir = slices_dir_ + "/" + record.id;
+  record.created_unix_ms = UnixMs();
+  std::error_code ignored;
+  std::filesystem::remove_all(record.dir, ignored);  // a leftover of a record that was never written
+  if (Status status = WriteDirectory(record); !status.ok()) return status;
+  if (Status status = store_->PutSlice(record); !status.ok()) {
+    std::filesystem::remove_all(record.dir, ignored);
+    return status;
+  }
+  slices_.push_back(record);
+  return record;
+}
+
+std::vector<SliceRecord> SliceService::List() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slices_;
+}
+
+Result<SliceRecord> SliceService::Get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const SliceRecord& slice : slices_) {
+    if (slice.id == id) return slice;
+  }
+  return Status::NotFound("no slice " + id);
+}
+
+Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequest& request) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
+  if (it == slices_.end()) return Status::NotFound("no slice " + id);
+  SliceRecord updated = *it;
+  if (request.memory_bytes) updated.memory_bytes = *request.memory_bytes;
+  if (request.compute_share) updated.compute_share = *request.compute_share;
+  if (request.compute_mode) updated.compute_mode = *request.compute_mode;
+  if (request.tier) updated.tier = *request.tier;
+  if (updated.memory_bytes == 0) return Status::InvalidArgument("memory must be more than 0 bytes");
+  if (updated.compute_share < 1 || updated.compute_share > 100) {
+    return Status::InvalidArgument("compute must be 1..100 (percent of one GPU)");
+  }
+  for (const GpuRoom& room : RoomsLocked()) {
+    if (room.gpu.uuid != updated.gpu_uuid) continue;
+    const uint64_t memory_others = room.memory_reserved - it->memory_bytes;
+    const uint32_t compute_others = room.compute_reserved - it->compute_share;
+    if (memory_others + updated.memory_bytes > room.gpu.memory_total || compute_others + updated.compute_share > 100) {
+      return Status::ResourceExhausted("GPU " + room.gpu.uuid + " has no room to grow slice " + id);
+    }
+  }
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(updated.dir);
+  if (!admin.ok()) return admin.status();
+  if (Status status = admin->SetMemoryCap(0, updated.memory_bytes); !status.ok()) return status;
+  if (Status status = admin->SetCompute(0, updated.compute_share, updated.compute_mode, updated.tier); !status.ok()) {
+    return status;
+  }
+  if (Status status = store_->PutSlice(updated); !status.ok()) return status;
+  *it = updated;
+  return updated;
+}
+
+Status SliceService::Delete(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
+  if (it == slices_.end()) return Status::NotFound("no slice " + id);
+  if (Status status = store_->DeleteSlice(id); !status.ok()) return status;
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(it->dir);
+  if (admin.ok()) (void)admin->Remove();
+  std::error_code ignored;
+  std::filesystem::remove_all(it->dir, ignored);
+  slices_.erase(it);
+  return Status::Ok();
+}
+
+}  // namespace fgpu::agent

@@ -1,0 +1,90 @@
+// SliceService: the slices of this machine — placement on its GPUs, the slice directories the
+// interposer reads, and the agent's records of them (docs/agent.md).
+//
+// Contract
+// - Create validates the request, places the slice (a named GPU, or the best fit: the GPU with
+//   the least memory left that holds it, so large requests find room later), writes the slice
+//   directory and then the record; if the record cannot be written the directory is removed
+//   (nothing half-made survives). A GPU is full when its slices' memory caps would exceed its
+//   memory or their compute shares 100 %: shares are guarantees, never oversubscribed.
+// - Resize changes limits live (the interposer rereads them) within the same room rules.
+// - Delete removes the directory and the record.
+// - Restore (at start) re-creates the directory of every stored slice whose directory is
+//   missing or unreadable, keeps the ones that are intact (running workloads reattach) and
+//   removes directories under `slices_dir` that have no record.
+// - Thread-safe: one mutex orders every change, so concurrent creates never overbook a GPU
+//   nor reuse an id.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/nvml_client.h"
+#include "agent/slice_record.h"
+#include "agent/store.h"
+#include "core/status.h"
+#include "net/http_message.h"
+
+namespace fgpu::agent {
+
+struct CreateRequest {
+  std::optional<std::string> gpu;  // NVML index ("0") or UUID; absent: placed by the agent
+  uint64_t memory_bytes = 0;
+  // Absent: the GPU's compute in proportion to the memory asked (at least 1 %), so slices that
+  // ask only memory still pack and each keeps a guarantee.
+  std::optional<uint32_t> compute_share;
+  slice::ComputeMode compute_mode = slice::ComputeMode::kShare;
+  slice::Tier tier = slice::Tier::kStandard;
+  std::string tenant = "default";
+};
+
+struct ResizeRequest {
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint32_t> compute_share;
+  std::optional<slice::ComputeMode> compute_mode;
+  std::optional<slice::Tier> tier;
+};
+
+// What is left of a GPU after its slices.
+struct GpuRoom {
+  GpuState gpu;
+  uint64_t memory_reserved = 0;
+  uint32_t compute_reserved = 0;
+  int slices = 0;
+};
+
+class SliceService {
+ public:
+  SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir);
+
+  Status Restore();
+  // InvalidArgument: a malformed request; NotFound: unknown GPU; ResourceExhausted: no room.
+  Result<SliceRecord> Create(const CreateRequest& request, const net::Peer& peer);
+  std::vector<SliceRecord> List() const;
+  Result<SliceRecord> Get(const std::string& id) const;
+  Result<SliceRecord> Resize(const std::string& id, const ResizeRequest& request);
+  Status Delete(const std::string& id);
+  std::vector<GpuRoom> Rooms() const;
+
+ private:
+  std::vector<GpuRoom> RoomsLocked() const;
+  Result<const GpuState*> NamedGpu(const std::string& selector) const;
+  // The GPU the slice goes on and the share it gets there.
+  Result<std::pair<std::string, uint32_t>> Place(const CreateRequest& request) const;
+  Status WriteDirectory(const SliceRecord& record) const;
+  void RemoveOrphans() const;
+  std::string NewId();
+
+  Store* store_;
+  std::vector<GpuState> gpus_;
+  std::string slices_dir_;
+  mutable std::mutex mutex_;
+  std::vector<SliceRecord> slices_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace fgpu::agent

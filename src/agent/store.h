@@ -1,0 +1,44 @@
+// Store: the agent's state in SQLite (embedded, one file in --state), so a restart — also after
+// kill -9 — resumes with every slice and usage record (docs/agent.md "State").
+//
+// Contract
+// - Every mutation is one transaction, committed (synchronous=FULL, WAL) before it returns:
+//   what a caller was told happened survives a crash.
+// - Thread-safe (one connection behind a mutex; the agent's writes are few and small).
+// - Open creates the schema if missing and refuses a database with a newer schema version.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/slice_record.h"
+#include "core/status.h"
+
+struct sqlite3;
+
+namespace fgpu::agent {
+
+class Store {
+ public:
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Inserts or replaces the slice with this id.
+  Status PutSlice(const SliceRecord& slice);
+  // NotFound when there is none.
+  Status DeleteSlice(const std::string& id);
+  Result<std::vector<SliceRecord>> Slices() const;
+
+ private:
+  explicit Store(sqlite3* db) : db_(db) {}
+  Status Exec(const std::string& sql) const;
+
+  sqlite3* db_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace fgpu::agent

@@ -1,0 +1,83 @@
+// The state database: what is written survives reopening; a newer schema is refused.
+#include "agent/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fgpu::agent {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/fgpu-store-test-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Path() const { return dir_ + "/state.db"; }
+  std::string dir_;
+};
+
+SliceRecord Sample(const std::string& id) {
+  SliceRecord slice;
+  slice.id = id;
+  slice.gpu_uuid = "GPU-1";
+  slice.memory_bytes = uint64_t{10} << 30;
+  slice.compute_share = 30;
+  slice.compute_mode = slice::ComputeMode::kCap;
+  slice.tier = slice::Tier::kLatency;
+  slice.tenant = "team-a";
+  slice.owner_uid = 1000;
+  slice.owner_pid = 42;
+  slice.dir = "/run/fgpu/slices/" + id;
+  slice.created_unix_ms = 1700000000000;
+  return slice;
+}
+
+TEST_F(StoreTest, SlicesSurviveReopening) {
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(Path());
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ASSERT_TRUE((*store)->PutSlice(Sample("s1")).ok());
+    ASSERT_TRUE((*store)->PutSlice(Sample("s2")).ok());
+    SliceRecord changed = Sample("s1");
+    changed.compute_share = 50;
+    ASSERT_TRUE((*store)->PutSlice(changed).ok());
+    ASSERT_TRUE((*store)->DeleteSlice("s2").ok());
+    EXPECT_EQ((*store)->DeleteSlice("s2").code(), StatusCode::kNotFound);
+  }
+  Result<std::unique_ptr<Store>> reopened = Store::Open(Path());
+  ASSERT_TRUE(reopened.ok());
+  Result<std::vector<SliceRecord>> slices = (*reopened)->Slices();
+  ASSERT_TRUE(slices.ok());
+  ASSERT_EQ(slices->size(), 1u);
+  SliceRecord expected = Sample("s1");
+  expected.compute_share = 50;
+  EXPECT_EQ((*slices)[0], expected);
+}
+
+TEST_F(StoreTest, ADatabaseFromANewerAgentIsRefused) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Path().c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=99;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Result<std::unique_ptr<Store>> store = Store::Open(Path());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kVersionMismatch);
+}
+
+TEST_F(StoreTest, GarbageIsNotADatabase) {
+  { std::ofstream(Path()) << "this is not sqlite, not even close, but long enough to have a header......"; }
+  Result<std::unique_ptr<Store>> store = Store::Open(Path());
+  EXPECT_FALSE(store.ok());
+}
+
+}  // namespace
+}  // namespace fgpu::agent
