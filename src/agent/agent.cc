@@ -66,8 +66,13 @@ int RunAgent(const AgentOptions& options) {
   std::cout << "fgpu agent: " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "
             << where << "unix:" << socket << std::endl;
 
-  int received = 0;
-  sigwait(&signals, &received);
+  // Between signals, release the slices whose workloads have exited and serve the queue.
+  int received = -1;
+  const timespec tick{0, 250'000'000};
+  while (received < 0) {
+    received = sigtimedwait(&signals, nullptr, &tick);
+    for (const std::string& id : slices.Reap()) std::cout << "fgpu agent: released slice " << id << std::endl;
+  }
   std::cout << "fgpu agent: stopping (signal " << received << ")" << std::endl;
   server.Stop();
   return 0;

@@ -40,6 +40,7 @@ json ToJson(const SliceRecord& slice) {
               {"tenant", slice.tenant},
               {"owner_uid", slice.owner_uid},
               {"owner_pid", slice.owner_pid},
+              {"release_on_exit", slice.release_on_exit},
               {"dir", slice.dir},
               {"created_unix_ms", slice.created_unix_ms}};
 }
@@ -119,6 +120,11 @@ Result<CreateRequest> ParseCreate(const json& body) {
   request.compute_share = limits->compute_share;
   request.compute_mode = limits->compute_mode.value_or(request.compute_mode);
   request.tier = limits->tier.value_or(request.tier);
+  for (const char* name : {"release_on_exit", "wait"}) {
+    if (!body.contains(name)) continue;
+    if (!body[name].is_boolean()) return Status::InvalidArgument(std::string(name) + " must be true or false");
+    (std::string(name) == "wait" ? request.wait : request.release_on_exit) = body[name].get<bool>();
+  }
   for (const char* name : {"tenant", "gpu"}) {
     if (!body.contains(name)) continue;
     Result<std::string> text = StringField(body[name], name);
@@ -140,6 +146,10 @@ net::HttpResponse Api::Handle(const net::HttpRequest& request) {
     if (method == "GET") return ListSlices();
     if (method == "POST") return CreateSlice(request);
     return Error(405, "use GET or POST");
+  }
+  const std::string queue = "/v1/queue/";
+  if (path.rfind(queue, 0) == 0 && path.size() > queue.size() && path.find('/', queue.size()) == std::string::npos) {
+    return Queued(request, path.substr(queue.size()));
   }
   const std::string prefix = "/v1/slices/";
   if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() && path.find('/', prefix.size()) == std::string::npos) {
@@ -173,13 +183,33 @@ net::HttpResponse Api::ListSlices() {
 }
 
 net::HttpResponse Api::CreateSlice(const net::HttpRequest& request) {
-  Result<json> body = ObjectBody(request, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu"});
+  Result<json> body =
+      ObjectBody(request, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu", "release_on_exit", "wait"});
   if (!body.ok()) return ErrorOf(body.status());
   Result<CreateRequest> create = ParseCreate(*body);
   if (!create.ok()) return ErrorOf(create.status());
-  Result<SliceRecord> slice = slices_->Create(*create, request.peer);
-  if (!slice.ok()) return ErrorOf(slice.status());
-  return Json(201, ToJson(*slice));
+  Result<QueueStatus> outcome = slices_->CreateOrQueue(*create, request.peer);
+  if (!outcome.ok()) return ErrorOf(outcome.status());
+  if (outcome->slice) return Json(201, ToJson(*outcome->slice));
+  return Json(202, json{{"ticket", outcome->ticket}, {"position", outcome->position}});
+}
+
+net::HttpResponse Api::Queued(const net::HttpRequest& request, const std::string& ticket) {
+  if (request.method == "GET") {
+    Result<QueueStatus> status = slices_->Poll(ticket);
+    if (!status.ok()) return ErrorOf(status.status());
+    if (status->slice) return Json(201, ToJson(*status->slice));
+    return Json(200, json{{"ticket", ticket}, {"position", status->position}});
+  }
+  if (request.method == "DELETE") {
+    const Status cancelled = slices_->Cancel(ticket);
+    if (!cancelled.ok()) return ErrorOf(cancelled);
+    net::HttpResponse response;
+    response.status = 204;
+    response.content_type.clear();
+    return response;
+  }
+  return Error(405, "use GET or DELETE");
 }
 
 net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const std::string& id) {

@@ -4,7 +4,11 @@
 //   GET    /v1/gpus               GPUs with what their slices reserve
 //   GET    /v1/slices             every slice
 //   POST   /v1/slices             {"memory":"10GiB"|bytes,"compute":30,"compute_mode":"share",
-//                                  "tier":"standard","tenant":"team-a","gpu":"0"} → 201
+//                                  "tier":"standard","tenant":"team-a","gpu":"0",
+//                                  "release_on_exit":false,"wait":false} → 201 slice, or with
+//                                  "wait" and no room 202 {"ticket","position"}
+//   GET    /v1/queue/{ticket}     200 {"ticket","position"} while queued; 201 slice once placed
+//   DELETE /v1/queue/{ticket}     → 204 (gives up the place, or the slice made for it)
 //   GET    /v1/slices/{id}
 //   PATCH  /v1/slices/{id}        any of memory, compute, compute_mode, tier → 200
 //   DELETE /v1/slices/{id}        → 204
@@ -29,6 +33,7 @@ class Api {
   net::HttpResponse ListSlices();
   net::HttpResponse CreateSlice(const net::HttpRequest& request);
   net::HttpResponse OneSlice(const net::HttpRequest& request, const std::string& id);
+  net::HttpResponse Queued(const net::HttpRequest& request, const std::string& ticket);
 
   SliceService* slices_;
 };

@@ -3,6 +3,8 @@
 #include "agent/api.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "agent/store.h"
+#include "slice/process_liveness.h"
 
 namespace fgpu::agent {
 namespace {
@@ -182,6 +185,78 @@ TEST_F(ApiTest, ARestartKeepsEverySliceAndRepairsAMissingDirectory) {
   // New ids continue after the restored ones.
   const net::HttpResponse third = Call("POST", "/v1/slices", R"({"memory":"1GiB"})");
   EXPECT_EQ(json::parse(third.body)["id"], "s3") << third.body;
+}
+
+TEST_F(ApiTest, WaitersQueueInOrderAndArePlacedWhenRoomFrees) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) ids.push_back(json::parse(Call("POST", "/v1/slices", R"({"memory":"80GiB"})").body)["id"]);
+  const net::HttpResponse first = Call("POST", "/v1/slices", R"({"memory":"60GiB","wait":true})");
+  ASSERT_EQ(first.status, 202) << first.body;
+  const net::HttpResponse second = Call("POST", "/v1/slices", R"({"memory":"10GiB","wait":true})");
+  ASSERT_EQ(second.status, 202);
+  const std::string ticket1 = json::parse(first.body)["ticket"], ticket2 = json::parse(second.body)["ticket"];
+  EXPECT_EQ(json::parse(second.body)["position"], 2);
+  EXPECT_EQ(json::parse(Call("GET", "/v1/queue/" + ticket1).body)["position"], 1);
+  // Without `wait`, a request that does not fit is refused; one no GPU could ever hold too.
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB"})").status, 409);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"100GiB","wait":true})").status, 409);
+
+  ASSERT_EQ(Call("DELETE", "/v1/slices/" + ids[0]).status, 204);
+  const net::HttpResponse placed = Call("GET", "/v1/queue/" + ticket1);
+  ASSERT_EQ(placed.status, 201) << placed.body;
+  EXPECT_EQ(json::parse(placed.body)["memory_bytes"], 60 * kGiB);
+  // 10 GiB fit beside it (strict FIFO only holds back those behind a head that does not fit).
+  EXPECT_EQ(Call("GET", "/v1/queue/" + ticket2).status, 201);
+  EXPECT_EQ(Call("GET", "/v1/queue/" + ticket1).status, 404) << "a ticket is spent once its slice is collected";
+}
+
+TEST_F(ApiTest, WaitingAndReleaseOnExitNeedAKnownPeer) {
+  net::HttpRequest request;
+  request.method = "POST";
+  request.path = "/v1/slices";
+  request.body = R"({"memory":"1GiB","release_on_exit":true})";
+  request.peer.unix_socket = false;  // TCP: nobody vouches for the pid
+  EXPECT_EQ(api_->Handle(request).status, 400);
+}
+
+// A child that waits to be killed.
+pid_t Sleeper() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (;;) pause();
+  }
+  return pid;
+}
+
+void Kill(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+TEST_F(ApiTest, ASliceIsReleasedWhenItsOwnerAndItsWorkloadHaveExited) {
+  const pid_t owner = Sleeper();     // `fgpu run`
+  const pid_t workload = Sleeper();  // the program it started
+  net::HttpRequest request;
+  request.method = "POST";
+  request.path = "/v1/slices";
+  request.body = R"({"memory":"1GiB","release_on_exit":true})";
+  request.peer.unix_socket = true;
+  request.peer.pid = owner;
+  request.peer.uid = getuid();
+  const net::HttpResponse created = api_->Handle(request);
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string dir = json::parse(created.body)["dir"];
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(dir);
+  ASSERT_TRUE(admin.ok());
+  ASSERT_TRUE(admin->TEST_PlantProcess(workload, slice::ReadStartTime(workload), {0}).ok());
+
+  EXPECT_TRUE(service_->Reap().empty()) << "the owner is alive";
+  Kill(owner);  // e.g. fgpu run killed with SIGKILL
+  EXPECT_TRUE(service_->Reap().empty()) << "its workload still runs";
+  Kill(workload);
+  EXPECT_EQ(service_->Reap().size(), 1u);
+  EXPECT_TRUE(service_->List().empty());
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 }  // namespace

@@ -21,6 +21,11 @@ struct SliceRecord {
   std::string tenant;
   int64_t owner_uid = -1;  // who created it (SO_PEERCRED over the Unix socket; -1 over TCP)
   int64_t owner_pid = -1;
+  uint64_t owner_start_time = 0;  // /proc/<pid>/stat field 22: the owner's reuse-proof identity
+  // Deleted by the agent once the owner has exited and no process of the slice is alive
+  // (`fgpu run`'s slices: released when the workload's last process exits, even if fgpu run
+  // itself was killed).
+  bool release_on_exit = false;
   std::string dir;          // the slice directory the workload's FGPU_SLICE names
   int64_t created_unix_ms = 0;
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/units.h"
+#include "slice/process_liveness.h"
 
 namespace fgpu::agent {
 namespace {
@@ -147,13 +148,27 @@ Status SliceService::WriteDirectory(const SliceRecord& record) const {
 
 std::string SliceService::NewId() { return "s" + std::to_string(next_id_++); }
 
-Result<SliceRecord> SliceService::Create(const CreateRequest& request, const net::Peer& peer) {
+Status SliceService::Validate(const CreateRequest& request, const net::Peer& peer) const {
   if (request.memory_bytes == 0) return Status::InvalidArgument("memory must be more than 0 bytes");
   if (request.compute_share && (*request.compute_share < 1 || *request.compute_share > 100)) {
     return Status::InvalidArgument("compute must be 1..100 (percent of one GPU)");
   }
   if (!ValidTenant(request.tenant)) return Status::InvalidArgument("tenant must be 1-63 of [A-Za-z0-9._-]");
+  if ((request.release_on_exit || request.wait) && (!peer.unix_socket || peer.pid <= 0)) {
+    return Status::InvalidArgument("release on exit and waiting need the Unix socket, where the agent knows who asks");
+  }
+  return Status::Ok();
+}
+
+Result<SliceRecord> SliceService::Create(const CreateRequest& request, const net::Peer& peer) {
+  if (Status valid = Validate(request, peer); !valid.ok()) return valid;
+  const uint64_t start_time = peer.unix_socket && peer.pid > 0 ? slice::ReadStartTime(peer.pid) : 0;
   std::lock_guard<std::mutex> lock(mutex_);
+  return CreateLocked(request, peer, start_time);
+}
+
+Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, const net::Peer& peer,
+                                               uint64_t owner_start_time) {
   Result<std::pair<std::string, uint32_t>> placed = Place(request);
   if (!placed.ok()) return placed.status();
   SliceRecord record;
@@ -166,6 +181,8 @@ Result<SliceRecord> SliceService::Create(const CreateRequest& request, const net
   record.tenant = request.tenant;
   record.owner_uid = peer.unix_socket ? static_cast<int64_t>(peer.uid) : -1;
   record.owner_pid = peer.unix_socket ? static_cast<int64_t>(peer.pid) : -1;
+  record.owner_start_time = owner_start_time;
+  record.release_on_exit = request.release_on_exit;
   record.dir = slices_dir_ + "/" + record.id;
   record.created_unix_ms = UnixMs();
   std::error_code ignored;
@@ -177,6 +194,85 @@ Result<SliceRecord> SliceService::Create(const CreateRequest& request, const net
   }
   slices_.push_back(record);
   return record;
+}
+
+Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, const net::Peer& peer) {
+  if (Status valid = Validate(request, peer); !valid.ok()) return valid;
+  const uint64_t start_time = peer.unix_socket && peer.pid > 0 ? slice::ReadStartTime(peer.pid) : 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queue_.empty() || !request.wait) {  // nobody waits ahead: try now
+    Result<SliceRecord> created = CreateLocked(request, peer, start_time);
+    if (created.ok()) return QueueStatus{"", 0, *created};
+    if (created.status().code() != StatusCode::kResourceExhausted || !request.wait) return created.status();
+  }
+  // Only requests that could ever fit wait: one larger than every GPU is refused now.
+  const bool could_fit = std::any_of(gpus_.begin(), gpus_.end(), [&](const GpuState& gpu) {
+    return request.memory_bytes <= gpu.memory_total && (!request.gpu || *request.gpu == gpu.uuid ||
+                                                        *request.gpu == std::to_string(gpu.index));
+  });
+  if (!could_fit) return Status::ResourceExhausted("no GPU of this machine is large enough, even empty");
+  Queued entry{"q" + std::to_string(next_ticket_++), request, peer, start_time, std::nullopt};
+  queue_.push_back(entry);
+  return QueueStatus{entry.ticket, static_cast<int>(queue_.size()), std::nullopt};
+}
+
+Result<QueueStatus> SliceService::Poll(const std::string& ticket) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PlaceQueuedLocked();
+  int position = 0;
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (!it->placed) ++position;
+    if (it->ticket != ticket) continue;
+    if (!it->placed) return QueueStatus{ticket, position, std::nullopt};
+    QueueStatus done{ticket, 0, it->placed};
+    queue_.erase(it);
+    return done;
+  }
+  return Status::NotFound("no queued request " + ticket + " (the agent may have restarted: ask again)");
+}
+
+Status SliceService::Cancel(const std::string& ticket) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.ticket == ticket; });
+  if (it == queue_.end()) return Status::NotFound("no queued request " + ticket);
+  if (it->placed) (void)DeleteLocked(it->placed->id);
+  queue_.erase(it);
+  return Status::Ok();
+}
+
+void SliceService::PlaceQueuedLocked() {
+  for (Queued& entry : queue_) {
+    if (entry.placed) continue;
+    Result<SliceRecord> created = CreateLocked(entry.request, entry.peer, entry.owner_start_time);
+    if (!created.ok()) return;  // strict FIFO: nobody overtakes the head
+    entry.placed = *created;
+  }
+}
+
+std::vector<std::string> SliceService::Reap() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> reaped;
+  std::vector<std::string> candidates;
+  for (const SliceRecord& slice : slices_) {
+    if (!slice.release_on_exit) continue;
+    if (!slice::IsProcessDead(static_cast<int32_t>(slice.owner_pid), slice.owner_start_time)) continue;
+    Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
+    if (admin.ok()) {
+      admin->ReapDeadProcesses();
+      if (!admin->Usage().processes.empty()) continue;  // a workload process still runs
+    }
+    candidates.push_back(slice.id);
+  }
+  for (const std::string& id : candidates) {
+    if (DeleteLocked(id).ok()) reaped.push_back(id);
+  }
+  std::erase_if(queue_, [&](const Queued& entry) {
+    const bool dead = slice::IsProcessDead(entry.peer.pid, entry.owner_start_time);
+    if (dead && entry.placed) (void)DeleteLocked(entry.placed->id);
+    return dead;
+  });
+  PlaceQueuedLocked();
+  return reaped;
 }
 
 std::vector<SliceRecord> SliceService::List() const {
@@ -221,11 +317,18 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
   }
   if (Status status = store_->PutSlice(updated); !status.ok()) return status;
   *it = updated;
+  PlaceQueuedLocked();  // a slice that shrank may make room
   return updated;
 }
 
 Status SliceService::Delete(const std::string& id) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (Status deleted = DeleteLocked(id); !deleted.ok()) return deleted;
+  PlaceQueuedLocked();
+  return Status::Ok();
+}
+
+Status SliceService::DeleteLocked(const std::string& id) {
   auto it = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
   if (it == slices_.end()) return Status::NotFound("no slice " + id);
   if (Status status = store_->DeleteSlice(id); !status.ok()) return status;

@@ -12,11 +12,14 @@
 // - Restore (at start) re-creates the directory of every stored slice whose directory is
 //   missing or unreadable, keeps the ones that are intact (running workloads reattach) and
 //   removes directories under `slices_dir` that have no record.
+// - Queue: a request with `wait` that does not fit gets a ticket; queued requests are placed in
+//   arrival order (strictly: a large one at the head is not overtaken) whenever room frees.
 // - Thread-safe: one mutex orders every change, so concurrent creates never overbook a GPU
 //   nor reuse an id.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,6 +43,15 @@ struct CreateRequest {
   slice::ComputeMode compute_mode = slice::ComputeMode::kShare;
   slice::Tier tier = slice::Tier::kStandard;
   std::string tenant = "default";
+  bool release_on_exit = false;  // needs a Unix-socket peer (the kernel names the owner)
+  bool wait = false;             // no room: queue (FIFO) instead of refusing
+};
+
+// A queued request: where it stands, or the slice it became.
+struct QueueStatus {
+  std::string ticket;
+  int position = 0;  // 1 = next; 0 once placed
+  std::optional<SliceRecord> slice;
 };
 
 struct ResizeRequest {
@@ -64,6 +76,15 @@ class SliceService {
   Status Restore();
   // InvalidArgument: a malformed request; NotFound: unknown GPU; ResourceExhausted: no room.
   Result<SliceRecord> Create(const CreateRequest& request, const net::Peer& peer);
+  // Create, or with request.wait and no room, a place in the queue (QueueStatus without slice).
+  Result<QueueStatus> CreateOrQueue(const CreateRequest& request, const net::Peer& peer);
+  // A queued request's position, or its slice once placed (the ticket is then spent).
+  Result<QueueStatus> Poll(const std::string& ticket);
+  Status Cancel(const std::string& ticket);
+  // Deletes release-on-exit slices whose owner has exited and whose processes are all gone,
+  // drops queued requests whose owner has exited, then places what the queue can. Returns the
+  // ids of the slices it deleted.
+  std::vector<std::string> Reap();
   std::vector<SliceRecord> List() const;
   Result<SliceRecord> Get(const std::string& id) const;
   Result<SliceRecord> Resize(const std::string& id, const ResizeRequest& request);
@@ -71,7 +92,19 @@ class SliceService {
   std::vector<GpuRoom> Rooms() const;
 
  private:
+  struct Queued {
+    std::string ticket;
+    CreateRequest request;
+    net::Peer peer;
+    uint64_t owner_start_time = 0;
+    std::optional<SliceRecord> placed;
+  };
+
   std::vector<GpuRoom> RoomsLocked() const;
+  Status Validate(const CreateRequest& request, const net::Peer& peer) const;
+  Result<SliceRecord> CreateLocked(const CreateRequest& request, const net::Peer& peer, uint64_t owner_start_time);
+  Status DeleteLocked(const std::string& id);
+  void PlaceQueuedLocked();
   Result<const GpuState*> NamedGpu(const std::string& selector) const;
   // The GPU the slice goes on and the share it gets there.
   Result<std::pair<std::string, uint32_t>> Place(const CreateRequest& request) const;
@@ -85,6 +118,8 @@ class SliceService {
   mutable std::mutex mutex_;
   std::vector<SliceRecord> slices_;
   uint64_t next_id_ = 1;
+  std::deque<Queued> queue_;  // FIFO; in memory: after a restart waiting clients ask again
+  uint64_t next_ticket_ = 1;
 };
 
 }  // namespace fgpu::agent

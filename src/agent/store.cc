@@ -18,6 +18,8 @@ CREATE TABLE IF NOT EXISTS slices (
   tenant TEXT NOT NULL,
   owner_uid INTEGER NOT NULL,
   owner_pid INTEGER NOT NULL,
+  owner_start_time INTEGER NOT NULL,
+  release_on_exit INTEGER NOT NULL,
   dir TEXT NOT NULL,
   created_unix_ms INTEGER NOT NULL
 );
@@ -89,7 +91,8 @@ Status Store::PutSlice(const SliceRecord& slice) {
   std::lock_guard<std::mutex> lock(mutex_);
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
-                   "owner_uid, owner_pid, dir, created_unix_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
+                   "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
   if (!insert.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   sqlite3_stmt* s = insert.get();
   BindText(s, 1, slice.id);
@@ -101,8 +104,10 @@ Status Store::PutSlice(const SliceRecord& slice) {
   BindText(s, 7, slice.tenant);
   sqlite3_bind_int64(s, 8, slice.owner_uid);
   sqlite3_bind_int64(s, 9, slice.owner_pid);
-  BindText(s, 10, slice.dir);
-  sqlite3_bind_int64(s, 11, slice.created_unix_ms);
+  sqlite3_bind_int64(s, 10, static_cast<sqlite3_int64>(slice.owner_start_time));
+  sqlite3_bind_int64(s, 11, slice.release_on_exit ? 1 : 0);
+  BindText(s, 12, slice.dir);
+  sqlite3_bind_int64(s, 13, slice.created_unix_ms);
   if (sqlite3_step(s) != SQLITE_DONE) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   return Status::Ok();
 }
@@ -123,7 +128,7 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Statement select(db_,
                    "SELECT id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, owner_uid, owner_pid, "
-                   "dir, created_unix_ms FROM slices ORDER BY created_unix_ms, id;");
+                   "owner_start_time, release_on_exit, dir, created_unix_ms FROM slices ORDER BY created_unix_ms, id;");
   if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   std::vector<SliceRecord> slices;
   int rc = SQLITE_ROW;
@@ -139,8 +144,10 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
     slice.tenant = Text(s, 6);
     slice.owner_uid = sqlite3_column_int64(s, 7);
     slice.owner_pid = sqlite3_column_int64(s, 8);
-    slice.dir = Text(s, 9);
-    slice.created_unix_ms = sqlite3_column_int64(s, 10);
+    slice.owner_start_time = static_cast<uint64_t>(sqlite3_column_int64(s, 9));
+    slice.release_on_exit = sqlite3_column_int(s, 10) != 0;
+    slice.dir = Text(s, 11);
+    slice.created_unix_ms = sqlite3_column_int64(s, 12);
     slices.push_back(std::move(slice));
   }
   if (rc != SQLITE_DONE) return Status::Corrupt(std::string("state database: ") + sqlite3_errmsg(db_));

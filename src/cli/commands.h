@@ -41,12 +41,16 @@ CLI::App* AddSimResetFlags(CLI::App& sim, SimResetOptions* options);
 int RunSimReset(const SimResetOptions& options);
 
 // fgpu run --memory SIZE [--device N|UUID] -- CMD ARGS...
+// fgpu run [--compute PCT] [--compute-mode M] [--tier T] [--agent ENDPOINT] [--wait] [--tenant T]
 struct RunOptions {
   std::string memory = "100%";
-  std::string compute = "100";
+  std::string compute;  // empty: 100 alone; through the agent, in proportion to memory
   std::string compute_mode = "share";
   std::string tier = "standard";
-  std::string device = "0";
+  std::string device;  // empty: 0 alone; through the agent, its choice
+  std::string agent;
+  bool wait = false;
+  std::string tenant = "default";
   std::vector<std::string> command;
 };
 CLI::App* AddRunFlags(CLI::App& root, RunOptions* options);
@@ -63,5 +67,14 @@ struct DemoOptions {
 };
 CLI::App* AddDemoFlags(CLI::App& root, DemoOptions* options);
 int RunDemo(const DemoOptions& options);
+
+// fgpu agent [--state DIR] [--listen 127.0.0.1:PORT] [--socket PATH]
+struct AgentOptions {
+  std::string state = "/var/lib/fgpu";
+  std::string listen;
+  std::string socket;
+};
+CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options);
+int RunAgent(const AgentOptions& options);
 
 }  // namespace fgpu::cli

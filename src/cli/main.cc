@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
 
   DemoOptions demo;
   cli.AddLeaf(AddDemoFlags(cli.root(), &demo), [&] { return RunDemo(demo); });
+  AgentOptions agent;
+  cli.AddLeaf(AddAgentFlags(cli.root(), &agent), [&] { return RunAgent(agent); });
   cli.AddLeaf(AddVersionFlags(cli.root()), [] { return RunVersion(); });
 
   return cli.Run(argc, argv);

@@ -22,6 +22,8 @@
 #include "cli/exit_codes.h"
 #include "cli/gpu_query.h"
 #include "cli/run_plan.h"
+#include "cli/run_agent.h"
+#include "cli/run_workload.h"
 #include "cli/sim_dir.h"
 #include "core/units.h"
 #include "slice/compute_spec.h"
@@ -50,6 +52,8 @@ std::string SliceParentDir() {
   return "/dev/shm/fgpu-run-" + std::to_string(getuid());
 }
 
+}  // namespace
+
 Result<std::string> ResolveHookLibrary() {
   const char* configured = std::getenv("FGPU_HOOK_LIB");
   std::string path;
@@ -65,6 +69,8 @@ Result<std::string> ResolveHookLibrary() {
   }
   return path;
 }
+
+namespace {
 
 // Creates the slice directory; a leftover of an earlier run with our pid (necessarily dead:
 // PIDs are unique among live processes) is removed first.
@@ -91,19 +97,45 @@ int WaitForChild(pid_t child) {
 
 }  // namespace
 
+int RunWorkload(const std::vector<std::string>& command, const Environment& env) {
+  ForwardTerminationSignals();
+  const pid_t child = fork();
+  if (child == 0) {
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> argv;
+    for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "fgpu run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    _exit(kExitCannotExec);
+  }
+  if (child < 0) {
+    std::cerr << "fgpu run: fork failed: " << std::strerror(errno) << "\n";
+    return kExitFailure;
+  }
+  g_child.store(child);
+  return WaitForChild(child);
+}
+
 CLI::App* AddRunFlags(CLI::App& root, RunOptions* options) {
   CLI::App* run = root.add_subcommand("run", "Run a program in a private GPU slice with an enforced memory cap");
   run->add_option("--memory", options->memory, "Memory cap: 512MiB, 10GiB, 1.5GiB, or 40% of the GPU")
       ->default_val("100%");
-  run->add_option("--compute", options->compute, "Compute share: percent of the GPU's time, 1-100")
-      ->default_val("100");
+  run->add_option("--compute", options->compute,
+                  "Compute share: percent of the GPU's time, 1-100 (default: 100 alone, in proportion to memory "
+                  "through the agent)");
   run->add_option("--compute-mode", options->compute_mode,
                   "cap: never more than the share; share: at least the share, idle time too")
       ->default_val("share");
   run->add_option("--tier", options->tier, "Priority beside other slices: latency, standard or batch")
       ->default_val("standard");
-  run->add_option("--device", options->device, "The GPU: NVML index (as nvidia-smi numbers them) or UUID")
-      ->default_val("0");
+  run->add_option("--device", options->device,
+                  "The GPU: NVML index (as nvidia-smi numbers them) or UUID; default 0, or the agent's choice");
+  run->add_option("--agent", options->agent,
+                  "The agent's socket or 127.0.0.1:PORT (default $FGPU_AGENT, else /var/lib/fgpu/agent.sock if present; "
+                  "none: a private slice)");
+  run->add_flag("--wait", options->wait, "Through the agent: queue until a GPU has room instead of failing");
+  run->add_option("--tenant", options->tenant, "Through the agent: who is billed")->default_val("default");
   run->add_option("command", options->command, "The program and its arguments, after `--`")->required();
   run->footer("Example: fgpu run --memory 10GiB --compute 30 -- python3 serve.py\n"
               "On a machine without a GPU: fgpu sim run -- fgpu run --memory 4GiB -- ./my_cuda_program");
@@ -111,7 +143,13 @@ CLI::App* AddRunFlags(CLI::App& root, RunOptions* options) {
 }
 
 int RunRun(const RunOptions& options) {
-  Result<GpuInfo> gpu = QueryGpu(options.device);
+  Result<std::optional<net::Endpoint>> agent = FindAgent(options.agent);
+  if (!agent.ok()) {
+    std::cerr << "fgpu run: " << agent.status().message() << "\n";
+    return kExitFailure;
+  }
+  if (*agent) return RunThroughAgent(options, **agent);
+  Result<GpuInfo> gpu = QueryGpu(options.device.empty() ? "0" : options.device);
   if (!gpu.ok()) {
     std::cerr << "fgpu run: " << gpu.status().message() << "\n";
     return gpu.status().code() == StatusCode::kNotFound ? kExitUsage : kExitFailure;
@@ -121,7 +159,7 @@ int RunRun(const RunOptions& options) {
     std::cerr << "fgpu run: " << cap.status().message() << "\n";
     return kExitUsage;
   }
-  Result<uint32_t> share = ParseComputeShare(options.compute);
+  Result<uint32_t> share = ParseComputeShare(options.compute.empty() ? "100" : options.compute);
   Result<slice::ComputeMode> mode = slice::ParseComputeMode(options.compute_mode);
   Result<slice::Tier> tier = slice::ParseTier(options.tier);
   for (const Status& status : {share.status(), mode.status(), tier.status()}) {
@@ -146,25 +184,7 @@ int RunRun(const RunOptions& options) {
     return kExitFailure;
   }
 
-  ForwardTerminationSignals();
-  const Environment env = WorkloadEnvironment(*hook, std::getenv("LD_PRELOAD"), dir, gpu->uuid);
-  const pid_t child = fork();
-  if (child == 0) {
-    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-    std::vector<char*> argv;
-    for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "fgpu run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
-    _exit(kExitCannotExec);
-  }
-  if (child < 0) {
-    std::cerr << "fgpu run: fork failed: " << std::strerror(errno) << "\n";
-    (void)admin->Remove();
-    return kExitFailure;
-  }
-  g_child.store(child);
-  const int exit_code = WaitForChild(child);
+  const int exit_code = RunWorkload(options.command, WorkloadEnvironment(*hook, std::getenv("LD_PRELOAD"), dir, gpu->uuid));
   const Status removed = admin->Remove();
   if (!removed.ok()) std::cerr << "fgpu run: could not remove the slice " << dir << ": " << removed.message() << "\n";
   return exit_code;

@@ -1,0 +1,20 @@
+#include "agent/agent.h"
+#include "cli/commands.h"
+
+namespace fgpu::cli {
+
+CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options) {
+  CLI::App* agent = root.add_subcommand("agent", "Run the node agent: owns this machine's GPU slices (docs/agent.md)");
+  agent->add_option("--state", options->state, "State directory: agent.db, slices/, agent.sock")
+      ->capture_default_str();
+  agent->add_option("--listen", options->listen, "Also serve the API on loopback TCP, e.g. 127.0.0.1:7070");
+  agent->add_option("--socket", options->socket, "Unix socket path (default <state>/agent.sock)");
+  agent->footer("Example: fgpu sim run -- fgpu agent --state /tmp/fgpu-agent --listen 127.0.0.1:7070");
+  return agent;
+}
+
+int RunAgent(const AgentOptions& options) {
+  return agent::RunAgent({.state_dir = options.state, .listen = options.listen, .socket = options.socket});
+}
+
+}  // namespace fgpu::cli

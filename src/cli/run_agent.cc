@@ -1,0 +1,156 @@
+#include "cli/run_agent.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/exit_codes.h"
+#include "cli/run_workload.h"
+#include "core/units.h"
+
+namespace fgpu::cli {
+namespace {
+
+using nlohmann::json;
+constexpr int kCallTimeoutMs = 10000;
+
+std::atomic<bool> g_interrupted{false};
+void NoteInterrupt(int) { g_interrupted.store(true); }
+
+Result<json> CallJson(const net::Endpoint& agent, const std::string& method, const std::string& path,
+                      const std::string& body, int* status) {
+  Result<net::HttpResponse> response = net::HttpCall(agent, method, path, body, kCallTimeoutMs);
+  if (!response.ok()) return response.status();
+  *status = response->status;
+  if (response->body.empty()) return json::object();
+  json parsed = json::parse(response->body, nullptr, false);
+  if (parsed.is_discarded()) return Status::InvalidArgument("the agent answered something that is not JSON");
+  return parsed;
+}
+
+std::string ErrorText(const json& body) {
+  return body.is_object() && body.contains("error") && body["error"].is_string() ? body["error"].get<std::string>()
+                                                                                 : body.dump();
+}
+
+// "40%" of the GPU the slice will go on: the named one, else the first (a node's GPUs are alike).
+Result<uint64_t> MemoryBytes(const RunOptions& options, const net::Endpoint& agent) {
+  if (options.memory.empty() || options.memory.back() != '%') return ParseByteSize(options.memory);
+  int status = 0;
+  Result<json> gpus = CallJson(agent, "GET", "/v1/gpus", "", &status);
+  if (!gpus.ok()) return gpus.status();
+  if (status != 200 || !gpus->is_array() || gpus->empty()) return Status::Unavailable("the agent lists no GPU");
+  uint64_t total = (*gpus)[0]["memory_total"].get<uint64_t>();
+  for (const json& gpu : *gpus) {
+    if (gpu["uuid"] == options.device || std::to_string(gpu["index"].get<int>()) == options.device) {
+      total = gpu["memory_total"].get<uint64_t>();
+    }
+  }
+  return ParseMemoryLimit(options.memory, total);
+}
+
+Result<json> Request(const RunOptions& options, uint64_t memory) {
+  json request = {{"memory", memory},        {"compute_mode", options.compute_mode}, {"tier", options.tier},
+                  {"tenant", options.tenant}, {"release_on_exit", true},             {"wait", options.wait}};
+  if (!options.compute.empty()) {
+    Result<uint32_t> share = ParseComputeShare(options.compute);
+    if (!share.ok()) return share.status();
+    request["compute"] = *share;
+  }
+  if (!options.device.empty()) request["gpu"] = options.device;
+  return request;
+}
+
+// Polls a queued request until it is placed; SIGINT/SIGTERM give the place up.
+Result<json> WaitInQueue(const net::Endpoint& agent, const std::string& ticket, int position) {
+  struct sigaction action {};
+  action.sa_handler = NoteInterrupt;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  std::cerr << "fgpu run: no GPU has room; waiting in the agent's queue (position " << position << ")\n";
+  while (!g_interrupted.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    int status = 0;
+    Result<json> answer = CallJson(agent, "GET", "/v1/queue/" + ticket, "", &status);
+    if (!answer.ok()) return answer.status();
+    if (status == 201) return *answer;
+    if (status != 200) return Status::Unavailable("the agent lost the queued request: " + ErrorText(*answer));
+    const int now = (*answer)["position"].get<int>();
+    if (now != position) std::cerr << "fgpu run: queue position " << now << "\n";
+    position = now;
+  }
+  int ignored = 0;
+  (void)CallJson(agent, "DELETE", "/v1/queue/" + ticket, "", &ignored);
+  return Status::Unavailable("interrupted while waiting");
+}
+
+}  // namespace
+
+Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag) {
+  const char* from_env = std::getenv("FGPU_AGENT");
+  std::string named = !flag.empty() ? flag : (from_env != nullptr ? from_env : "");
+  if (named.empty()) {
+    struct stat info {};
+    if (stat(kDefaultAgentSocket, &info) != 0 || !S_ISSOCK(info.st_mode)) return std::optional<net::Endpoint>();
+    named = kDefaultAgentSocket;
+  }
+  Result<net::Endpoint> endpoint = net::ParseEndpoint(named);
+  if (!endpoint.ok()) return endpoint.status();
+  Result<net::HttpResponse> health = net::HttpCall(*endpoint, "GET", "/v1/health", "", kCallTimeoutMs);
+  if (!health.ok() || health->status != 200) {
+    if (flag.empty() && from_env == nullptr) return std::optional<net::Endpoint>();  // a stale default socket
+    return Status::Unavailable("no agent answers at " + named +
+                               (health.ok() ? "" : ": " + health.status().message()));
+  }
+  return std::optional<net::Endpoint>(*endpoint);
+}
+
+int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
+  Result<uint64_t> memory = MemoryBytes(options, agent);
+  Result<json> request = memory.ok() ? Request(options, *memory) : Result<json>(memory.status());
+  if (!request.ok()) {
+    std::cerr << "fgpu run: " << request.status().message() << "\n";
+    return kExitUsage;
+  }
+  Result<std::string> hook = ResolveHookLibrary();
+  if (!hook.ok()) {
+    std::cerr << "fgpu run: " << hook.status().message() << "\n";
+    return kExitFailure;
+  }
+  int status = 0;
+  Result<json> answer = CallJson(agent, "POST", "/v1/slices", request->dump(), &status);
+  if (!answer.ok()) {
+    std::cerr << "fgpu run: the agent at " << net::ToString(agent) << ": " << answer.status().message() << "\n";
+    return kExitFailure;
+  }
+  if (status == 202) {
+    answer = WaitInQueue(agent, (*answer)["ticket"], (*answer)["position"].get<int>());
+    if (!answer.ok()) {
+      std::cerr << "fgpu run: " << answer.status().message() << "\n";
+      return kExitFailure;
+    }
+  } else if (status != 201) {
+    std::cerr << "fgpu run: the agent refused the slice: " << ErrorText(*answer) << "\n";
+    return status == 409 ? kExitFailure : kExitUsage;
+  }
+  const json& slice = *answer;
+  const std::string id = slice["id"];
+  std::cerr << "fgpu run: slice " << id << " on " << slice["gpu"].get<std::string>() << " ("
+            << FormatByteSize(slice["memory_bytes"].get<uint64_t>()) << ", " << slice["compute"].get<int>()
+            << " % compute, " << slice["tier"].get<std::string>() << ")\n";
+  const int exit_code = RunWorkload(
+      options.command, WorkloadEnvironment(*hook, std::getenv("LD_PRELOAD"), slice["dir"], slice["gpu"]));
+  int deleted = 0;
+  if (!CallJson(agent, "DELETE", "/v1/slices/" + id, "", &deleted).ok() || deleted != 204) {
+    std::cerr << "fgpu run: could not release slice " << id << " (the agent releases it once every process exits)\n";
+  }
+  return exit_code;
+}
+
+}  // namespace fgpu::cli

@@ -1,0 +1,161 @@
+// `fgpu agent` end to end on the simulated GPU: the real binary, its API over the Unix socket
+// and loopback TCP, a workload capped by a slice the agent made, kill -9 and restart.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/http_client.h"
+#include "probe_runner.h"
+#include "sim/state/shared_devices.h"
+
+namespace fgpu::testing {
+namespace {
+
+using nlohmann::json;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+class AgentE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "LD_PRELOAD of a ThreadSanitizer-instrumented libfgpu.so is not supported";
+#endif
+    const std::string tag = std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    segment_ = "/fgpu-agent-" + tag;
+    config_ = "/tmp/fgpu-agent-" + tag + ".json";
+    state_ = "/tmp/fgpu-agent-state-" + tag;
+    std::ofstream(config_) << R"({"devices": [{"count": 2, "memory": "4GiB", "context_overhead": "300MiB"}]})";
+  }
+  void TearDown() override {
+    agent_.reset();
+    sim::SharedDevices::Remove(segment_).ok();
+    unlink(config_.c_str());
+    std::filesystem::remove_all(state_);
+  }
+
+  void StartAgent() {
+    agent_ = std::make_unique<RunningProbe>(segment_, config_,
+                                            std::vector<std::string>{FGPU_BIN_PATH, "agent", "--state", state_},
+                                            std::vector<std::string>{"ASAN_OPTIONS=verify_asan_link_order=0"});
+    for (int i = 0; i < 200; ++i) {
+      Result<net::HttpResponse> health = Call("GET", "/v1/health");
+      if (health.ok() && health->status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "the agent did not answer on " << state_ << "/agent.sock";
+  }
+
+  Result<net::HttpResponse> Call(const std::string& method, const std::string& path, const std::string& body = "") {
+    return net::HttpCall(*net::ParseEndpoint("unix:" + state_ + "/agent.sock"), method, path, body, 10000);
+  }
+
+  json CreateSlice(const std::string& body) {
+    Result<net::HttpResponse> created = Call("POST", "/v1/slices", body);
+    EXPECT_TRUE(created.ok() && created->status == 201) << (created.ok() ? created->body : created.status().message());
+    return created.ok() ? json::parse(created->body, nullptr, false) : json();
+  }
+
+  // fgpu-probe `args` inside the slice, as `fgpu run` would start it.
+  ProbeResult RunInSlice(const json& slice, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {FGPU_PROBE_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunningProbe(segment_, config_, argv,
+                        {"ASAN_OPTIONS=verify_asan_link_order=0", std::string("LD_PRELOAD=") + FGPU_HOOK_PATH,
+                         "FGPU_SLICE=" + slice["dir"].get<std::string>(),
+                         "CUDA_VISIBLE_DEVICES=" + slice["gpu"].get<std::string>()})
+        .Wait();
+  }
+
+  std::string segment_, config_, state_;
+  std::unique_ptr<RunningProbe> agent_;
+};
+
+TEST_F(AgentE2e, AWorkloadInASliceTheAgentMadeIsCapped) {
+  StartAgent();
+  const json slice = CreateSlice(R"({"memory":"1GiB","compute":30,"tenant":"team-a"})");
+  ASSERT_TRUE(slice.is_object());
+  const ProbeResult fill = RunInSlice(slice, {"fill", "--chunk", "64MiB"});
+  ASSERT_EQ(fill.exit_code, 0) << fill.stderr_text;
+  EXPECT_EQ(fill.Event("fill")["stop_error"], "CUDA_ERROR_OUT_OF_MEMORY");
+  // 1 GiB cap - 300 MiB context: eleven 64 MiB chunks.
+  EXPECT_EQ(fill.Event("fill")["allocated_bytes"].get<uint64_t>(), 11 * 64 * kMiB);
+}
+
+TEST_F(AgentE2e, AKilledAgentRestartsWithTheSameSlices) {
+  StartAgent();
+  CreateSlice(R"({"memory":"1GiB","compute":30,"tenant":"a"})");
+  CreateSlice(R"({"memory":"2GiB","compute":50,"compute_mode":"cap","tier":"latency","tenant":"b"})");
+  const json third = CreateSlice(R"({"memory":"512MiB","tenant":"c"})");
+  ASSERT_EQ(Call("PATCH", "/v1/slices/" + third["id"].get<std::string>(), R"({"memory":"768MiB"})")->status, 200);
+  const std::string before = Call("GET", "/v1/slices")->body;
+  agent_->Kill();
+  agent_->Wait();
+  StartAgent();
+  EXPECT_EQ(Call("GET", "/v1/slices")->body, before);
+  // The restored slices still enforce: the third is 768 MiB.
+  const ProbeResult fill = RunInSlice(json::parse(Call("GET", "/v1/slices/" + third["id"].get<std::string>())->body),
+                                      {"fill", "--chunk", "64MiB"});
+  ASSERT_EQ(fill.exit_code, 0) << fill.stderr_text;
+  EXPECT_EQ(fill.Event("fill")["allocated_bytes"].get<uint64_t>(), 7 * 64 * kMiB);  // (768 - 300) / 64
+}
+
+TEST_F(AgentE2e, BadRequestsThroughTheRealServer) {
+  StartAgent();
+  EXPECT_EQ(Call("POST", "/v1/slices", "{oops")->status, 400);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"5GiB"})")->status, 409);  // 4 GiB GPUs
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"9"})")->status, 404);
+  EXPECT_EQ(Call("DELETE", "/v1/slices/s42")->status, 404);
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), 0u);
+}
+
+// fgpu run through the agent: four slices share GPU 0 (caps and shares hold), a fifth waits in
+// the queue and runs when one leaves; every slice is released when its program exits.
+TEST_F(AgentE2e, FourWorkloadsShareAGpuAndAFifthQueuesUntilOneLeaves) {
+  StartAgent();
+  const std::string agent = "unix:" + state_ + "/agent.sock";
+  const auto run = [&](const std::vector<std::string>& flags, const std::vector<std::string>& program) {
+    std::vector<std::string> argv = {FGPU_BIN_PATH, "run", "--agent", agent, "--device", "0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.push_back(FGPU_PROBE_PATH);
+    argv.insert(argv.end(), program.begin(), program.end());
+    return std::make_unique<RunningProbe>(segment_, config_, argv,
+                                          std::vector<std::string>{"ASAN_OPTIONS=verify_asan_link_order=0",
+                                                                   "FGPU_COMPUTE_DIR=" + state_ + "/boards"});
+  };
+  const std::vector<std::string> spin = {"spin", "--duty", "100", "--seconds", "3", "--kernel-us", "1000"};
+  std::vector<std::unique_ptr<RunningProbe>> four;
+  for (int i = 0; i < 4; ++i) four.push_back(run({"--memory", "1GiB", "--compute", "25"}, spin));
+  // Wait until all four hold their slices, then the fifth cannot fit on GPU 0.
+  for (int i = 0; i < 200 && json::parse(Call("GET", "/v1/slices")->body).size() < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), 4u);
+  const ProbeResult refused = run({"--memory", "1GiB", "--compute", "10"}, {"info"})->Wait();
+  EXPECT_EQ(refused.exit_code, 1) << "no room and no --wait: a clear refusal";
+  EXPECT_NE(refused.stderr_text.find("the agent refused the slice"), std::string::npos) << refused.stderr_text;
+  auto fifth = run({"--memory", "1GiB", "--compute", "10", "--wait"}, {"fill", "--chunk", "64MiB"});
+
+  std::vector<ProbeResult> results;
+  for (auto& workload : four) results.push_back(workload->Wait());
+  for (const ProbeResult& result : results) {
+    ASSERT_EQ(result.exit_code, 0) << result.stderr_text;
+    EXPECT_NEAR(result.Event("spin")["achieved_duty"].get<double>(), 25, 4) << result.stderr_text;
+  }
+  const ProbeResult queued = fifth->Wait();
+  ASSERT_EQ(queued.exit_code, 0) << queued.stderr_text;
+  EXPECT_NE(queued.stderr_text.find("waiting in the agent's queue"), std::string::npos) << queued.stderr_text;
+  EXPECT_EQ(queued.Event("fill")["allocated_bytes"].get<uint64_t>(), 11 * 64 * kMiB) << "its 1 GiB cap holds";
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), 0u) << "every slice was released";
+}
+
+}  // namespace
+}  // namespace fgpu::testing
