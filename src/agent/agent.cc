@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -49,7 +50,8 @@ int RunAgent(const AgentOptions& options) {
   SliceService slices(store->get(), *gpus, options.state_dir + "/slices");
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
 
-  Api api(&slices);
+  const char* compute_dir = std::getenv("FGPU_COMPUTE_DIR");
+  Api api(&slices, *nvml, compute_dir != nullptr && *compute_dir != '\0' ? compute_dir : "/dev/shm/fgpu-compute");
   net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, {});
   std::string where;
   if (!options.listen.empty()) {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/metrics.h"
 #include "core/units.h"
 #include "slice/compute_spec.h"
 
@@ -140,6 +141,7 @@ Result<CreateRequest> ParseCreate(const json& body) {
 net::HttpResponse Api::Handle(const net::HttpRequest& request) {
   const std::string& path = request.path;
   const std::string& method = request.method;
+  if (path == "/metrics") return method == "GET" ? Metrics() : Error(405, "use GET");
   if (path == "/v1/health") return method == "GET" ? Health() : Error(405, "use GET");
   if (path == "/v1/gpus") return method == "GET" ? ListGpus() : Error(405, "use GET");
   if (path == "/v1/slices") {
@@ -156,6 +158,22 @@ net::HttpResponse Api::Handle(const net::HttpRequest& request) {
     return OneSlice(request, path.substr(prefix.size()));
   }
   return Error(404, "no such endpoint: " + method + " " + path);
+}
+
+net::HttpResponse Api::Metrics() {
+  MetricsSnapshot snapshot;
+  if (nvml_ != nullptr) {
+    Result<std::vector<GpuState>> gpus = nvml_->Gpus();
+    if (gpus.ok()) snapshot.gpus = *gpus;
+  }
+  snapshot.rooms = slices_->Rooms();
+  snapshot.slices = slices_->List();
+  snapshot.usage = usage_.Read(snapshot.slices);
+  snapshot.queued = slices_->QueueLength();
+  net::HttpResponse response;
+  response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  response.body = RenderMetrics(snapshot);
+  return response;
 }
 
 net::HttpResponse Api::Health() {

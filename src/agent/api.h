@@ -1,5 +1,6 @@
 // Api: the agent's JSON-over-HTTP API (docs/agent.md "API"), as a handler for net::HttpServer.
 //
+//   GET    /metrics               Prometheus text (docs/agent.md "Metrics")
 //   GET    /v1/health             {"status":"ok","gpus":N,"slices":M}
 //   GET    /v1/gpus               GPUs with what their slices reserve
 //   GET    /v1/slices             every slice
@@ -17,6 +18,11 @@
 // (no such slice or GPU), 405, 409 (no room), 415 (not JSON), 500.
 #pragma once
 
+#include <memory>
+#include <string>
+
+#include "agent/metrics.h"
+#include "agent/nvml_client.h"
 #include "agent/slice_service.h"
 #include "net/http_message.h"
 
@@ -24,7 +30,11 @@ namespace fgpu::agent {
 
 class Api {
  public:
-  explicit Api(SliceService* slices) : slices_(slices) {}
+  // `nvml` (may be null: GPU readings are then omitted) and `compute_dir` (the GPUs' compute
+  // boards) feed GET /metrics.
+  explicit Api(SliceService* slices, std::shared_ptr<NvmlClient> nvml = nullptr,
+               std::string compute_dir = "/dev/shm/fgpu-compute")
+      : slices_(slices), nvml_(std::move(nvml)), usage_(std::move(compute_dir)) {}
   net::HttpResponse Handle(const net::HttpRequest& request);
 
  private:
@@ -35,7 +45,11 @@ class Api {
   net::HttpResponse OneSlice(const net::HttpRequest& request, const std::string& id);
   net::HttpResponse Queued(const net::HttpRequest& request, const std::string& ticket);
 
+  net::HttpResponse Metrics();
+
   SliceService* slices_;
+  std::shared_ptr<NvmlClient> nvml_;
+  UsageReader usage_;
 };
 
 }  // namespace fgpu::agent

@@ -93,6 +93,11 @@ std::vector<GpuRoom> SliceService::RoomsLocked() const {
   return rooms;
 }
 
+int SliceService::QueueLength() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(std::count_if(queue_.begin(), queue_.end(), [](const Queued& q) { return !q.placed; }));
+}
+
 std::vector<GpuRoom> SliceService::Rooms() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return RoomsLocked();

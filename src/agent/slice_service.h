@@ -90,6 +90,7 @@ class SliceService {
   Result<SliceRecord> Resize(const std::string& id, const ResizeRequest& request);
   Status Delete(const std::string& id);
   std::vector<GpuRoom> Rooms() const;
+  int QueueLength() const;
 
  private:
   struct Queued {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -44,7 +45,8 @@ class AgentE2e : public ::testing::Test {
   void StartAgent() {
     agent_ = std::make_unique<RunningProbe>(segment_, config_,
                                             std::vector<std::string>{FGPU_BIN_PATH, "agent", "--state", state_},
-                                            std::vector<std::string>{"ASAN_OPTIONS=verify_asan_link_order=0"});
+                                            std::vector<std::string>{"ASAN_OPTIONS=verify_asan_link_order=0",
+                                                                     "FGPU_COMPUTE_DIR=" + state_ + "/boards"});
     for (int i = 0; i < 200; ++i) {
       Result<net::HttpResponse> health = Call("GET", "/v1/health");
       if (health.ok() && health->status == 200) return;
@@ -139,6 +141,20 @@ TEST_F(AgentE2e, FourWorkloadsShareAGpuAndAFifthQueuesUntilOneLeaves) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), 4u);
+  // Mid-run, /metrics shows each slice's share and the GPU time it has used so far.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  Result<net::HttpResponse> metrics = Call("GET", "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_EQ(metrics->content_type.rfind("text/plain; version=0.0.4", 0), 0u);
+  std::size_t shares = 0, busy = 0;
+  std::istringstream lines(metrics->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("fgpu_slice_compute_share_ratio{", 0) == 0 && line.substr(line.size() - 5) == " 0.25") ++shares;
+    if (line.rfind("fgpu_slice_compute_busy_seconds_total{", 0) == 0 && std::stod(line.substr(line.rfind(' '))) > 0.05)
+      ++busy;
+  }
+  EXPECT_EQ(shares, 4u) << metrics->body;
+  EXPECT_EQ(busy, 4u) << metrics->body;
   const ProbeResult refused = run({"--memory", "1GiB", "--compute", "10"}, {"info"})->Wait();
   EXPECT_EQ(refused.exit_code, 1) << "no room and no --wait: a clear refusal";
   EXPECT_NE(refused.stderr_text.find("the agent refused the slice"), std::string::npos) << refused.stderr_text;

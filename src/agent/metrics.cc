@@ -1,0 +1,197 @@
+#include "agent/metrics.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "compute/board.h"
+#include "slice/compute_spec.h"
+
+namespace fgpu::agent {
+namespace {
+
+std::string Escape(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// Integers exactly (byte counts exceed the default 6 significant digits), others in full.
+std::string Number(double value) {
+  if (value == static_cast<double>(static_cast<int64_t>(value)) && value < 9.0e15 && value > -9.0e15) {
+    return std::to_string(static_cast<int64_t>(value));
+  }
+  std::ostringstream text;
+  text.precision(17);
+  text << value;
+  return text.str();
+}
+
+class Exposition {
+ public:
+  // Starts a family; samples follow with Sample().
+  void Family(const char* name, const char* type, const char* help) {
+    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+    name_ = name;
+  }
+  void Sample(const std::vector<std::pair<std::string, std::string>>& labels, double value) {
+    out_ << name_;
+    if (!labels.empty()) {
+      out_ << "{";
+      for (std::size_t i = 0; i < labels.size(); ++i) {
+        out_ << (i ? "," : "") << labels[i].first << "=\"" << Escape(labels[i].second) << "\"";
+      }
+      out_ << "}";
+    }
+    out_ << " " << Number(value) << "\n";
+  }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  std::string name_;
+};
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+Labels GpuLabels(const GpuState& gpu) {
+  return {{"gpu", std::to_string(gpu.index)}, {"uuid", gpu.uuid}, {"name", gpu.name}};
+}
+
+Labels SliceLabels(const SliceRecord& slice) {
+  return {{"slice", slice.id}, {"gpu", slice.gpu_uuid}, {"tenant", slice.tenant}, {"tier", slice::ToString(slice.tier)}};
+}
+
+void GpuFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
+  out.Family("fgpu_gpu_memory_total_bytes", "gauge", "Memory of the GPU, as NVML reports it.");
+  for (const GpuState& gpu : snapshot.gpus) out.Sample(GpuLabels(gpu), static_cast<double>(gpu.memory_total));
+  out.Family("fgpu_gpu_memory_used_bytes", "gauge", "Memory in use on the GPU, as NVML reports it (every process).");
+  for (const GpuState& gpu : snapshot.gpus) out.Sample(GpuLabels(gpu), static_cast<double>(gpu.memory_used));
+  out.Family("fgpu_gpu_utilization_ratio", "gauge", "NVML utilization: share of time some kernel ran (0..1).");
+  for (const GpuState& gpu : snapshot.gpus) {
+    if (gpu.utilization_pct >= 0) out.Sample(GpuLabels(gpu), gpu.utilization_pct / 100.0);
+  }
+  out.Family("fgpu_gpu_memory_reserved_bytes", "gauge", "Sum of the memory caps of the GPU's slices.");
+  for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), static_cast<double>(room.memory_reserved));
+  out.Family("fgpu_gpu_compute_reserved_ratio", "gauge", "Sum of the compute shares of the GPU's slices (0..1).");
+  for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.compute_reserved / 100.0);
+  out.Family("fgpu_gpu_slices", "gauge", "Slices placed on the GPU.");
+  for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.slices);
+}
+
+void SliceFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
+  const auto each = [&](const char* name, const char* type, const char* help, auto value) {
+    out.Family(name, type, help);
+    for (std::size_t i = 0; i < snapshot.slices.size(); ++i) {
+      out.Sample(SliceLabels(snapshot.slices[i]), value(snapshot.slices[i], snapshot.usage[i]));
+    }
+  };
+  each("fgpu_slice_memory_cap_bytes", "gauge", "The slice's memory cap.",
+       [](const SliceRecord& s, const SliceUsage&) { return static_cast<double>(s.memory_bytes); });
+  each("fgpu_slice_memory_used_bytes", "gauge", "Memory charged to the slice in its ledger.",
+       [](const SliceRecord&, const SliceUsage& u) { return static_cast<double>(u.memory_used); });
+  each("fgpu_slice_compute_share_ratio", "gauge", "The slice's compute share (0..1).",
+       [](const SliceRecord& s, const SliceUsage&) { return s.compute_share / 100.0; });
+  each("fgpu_slice_compute_cap", "gauge", "1 when the share is a cap (never more), 0 when a guarantee.",
+       [](const SliceRecord& s, const SliceUsage&) { return s.compute_mode == slice::ComputeMode::kCap ? 1.0 : 0.0; });
+  each("fgpu_slice_compute_busy_seconds_total", "counter",
+       "Measured GPU occupancy of the slice's work; its rate is the achieved share.",
+       [](const SliceRecord&, const SliceUsage& u) { return static_cast<double>(u.busy_ns) / 1e9; });
+  each("fgpu_slice_compute_throttled_seconds_total", "counter", "Time the slice's launches waited in the compute gate.",
+       [](const SliceRecord&, const SliceUsage& u) { return static_cast<double>(u.throttled_ns) / 1e9; });
+  each("fgpu_slice_launches_total", "counter", "Kernel and graph launches of the slice, measured.",
+       [](const SliceRecord&, const SliceUsage& u) { return static_cast<double>(u.launches); });
+  each("fgpu_slice_processes", "gauge", "Live processes of the slice (ledger slots).",
+       [](const SliceRecord&, const SliceUsage& u) { return static_cast<double>(u.processes); });
+  each("fgpu_slice_ledger_readable", "gauge", "0 when the slice's ledger cannot be read (degraded: usage unknown).",
+       [](const SliceRecord&, const SliceUsage& u) { return u.ledger_readable ? 1.0 : 0.0; });
+}
+
+}  // namespace
+
+struct UsageReader::Cache {
+  struct Ledger {
+    std::string dir;
+    slice::SliceAdmin admin;
+    uint64_t board_key = 0;  // the slice's key on its GPU's compute board
+  };
+  std::map<std::string, Ledger> ledgers;                           // by slice id
+  std::map<std::string, std::unique_ptr<compute::Board>> boards;  // by GPU uuid; null: none yet
+};
+
+UsageReader::UsageReader(std::string compute_dir) : compute_dir_(std::move(compute_dir)), cache_(new Cache) {}
+UsageReader::~UsageReader() = default;
+
+namespace {
+
+uint64_t BoardKey(const std::string& dir) {
+  char resolved[PATH_MAX];
+  return compute::SliceKey(realpath(dir.c_str(), resolved) != nullptr ? resolved : dir);
+}
+
+void ReadRow(const compute::Board& board, uint64_t key, SliceUsage* usage) {
+  for (int row = 0; row < static_cast<int>(compute::layout::kEntryCount); ++row) {
+    const compute::layout::BoardEntry* entry = board.entry(row);
+    if (__atomic_load_n(&entry->key, __ATOMIC_ACQUIRE) != key) continue;
+    usage->busy_ns = __atomic_load_n(&entry->busy_ns, __ATOMIC_RELAXED);
+    usage->throttled_ns = __atomic_load_n(&entry->throttled_ns, __ATOMIC_RELAXED);
+    usage->launches = __atomic_load_n(&entry->launches, __ATOMIC_RELAXED);
+    return;
+  }
+}
+
+}  // namespace
+
+std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<std::string, Cache::Ledger> kept;
+  std::vector<SliceUsage> usage(slices.size());
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const SliceRecord& slice = slices[i];
+    auto cached = cache_->ledgers.find(slice.id);
+    if (cached == cache_->ledgers.end() || cached->second.dir != slice.dir) {
+      Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
+      if (!admin.ok()) continue;  // ledger_readable stays false
+      cached = cache_->ledgers.insert_or_assign(slice.id, Cache::Ledger{slice.dir, std::move(*admin), BoardKey(slice.dir)})
+                   .first;
+    }
+    const slice::UsageSnapshot snapshot = cached->second.admin.Usage();
+    usage[i].ledger_readable = true;
+    usage[i].memory_used = snapshot.used.empty() ? 0 : snapshot.used[0];
+    usage[i].processes = static_cast<int>(snapshot.processes.size());
+    std::unique_ptr<compute::Board>& board = cache_->boards[slice.gpu_uuid];
+    std::error_code error;
+    if (board == nullptr && std::filesystem::exists(compute_dir_ + "/" + slice.gpu_uuid, error)) {
+      Result<compute::Board*> opened = compute::Board::Open(compute_dir_, slice.gpu_uuid);
+      if (opened.ok()) board.reset(*opened);
+    }
+    if (board != nullptr) ReadRow(*board, cached->second.board_key, &usage[i]);
+    kept.insert(cache_->ledgers.extract(cached));
+  }
+  cache_->ledgers = std::move(kept);  // slices no longer listed are let go
+  return usage;
+}
+
+std::string RenderMetrics(const MetricsSnapshot& snapshot) {
+  Exposition out;
+  GpuFamilies(snapshot, out);
+  SliceFamilies(snapshot, out);
+  out.Family("fgpu_slices", "gauge", "Slices the agent holds.");
+  out.Sample({}, static_cast<double>(snapshot.slices.size()));
+  out.Family("fgpu_queue_length", "gauge", "Requests waiting for room.");
+  out.Sample({}, snapshot.queued);
+  return out.str();
+}
+
+}  // namespace fgpu::agent

@@ -1,0 +1,54 @@
+// Metrics: the agent's Prometheus text exposition (GET /metrics), built fresh on each scrape
+// from NVML, the agent's records, each slice's ledger and each GPU's compute board
+// (docs/agent.md "Metrics"). Names follow Prometheus conventions: base units (bytes, seconds,
+// ratios 0..1), `_total` for counters, one family per name with HELP and TYPE.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/nvml_client.h"
+#include "agent/slice_service.h"
+
+namespace fgpu::agent {
+
+// One scrape's worth of facts about a slice beyond its record.
+struct SliceUsage {
+  uint64_t memory_used = 0;  // charged in its ledger
+  int processes = 0;         // live process slots
+  bool ledger_readable = false;
+  // From the compute board (0 when the slice has not launched yet).
+  uint64_t busy_ns = 0;
+  uint64_t throttled_ns = 0;
+  uint64_t launches = 0;
+};
+
+struct MetricsSnapshot {
+  std::vector<GpuState> gpus;  // live NVML readings; empty when NVML could not be read
+  std::vector<GpuRoom> rooms;
+  std::vector<SliceRecord> slices;
+  std::vector<SliceUsage> usage;  // parallel to slices
+  int queued = 0;
+};
+
+// Reads every slice's ledger and board row. Keeps the slices' ledgers and the GPUs' boards
+// mapped between scrapes (opening and validating them is most of a scrape's cost); a slice no
+// longer listed is let go. Thread-safe (scrapes are serialised).
+class UsageReader {
+ public:
+  explicit UsageReader(std::string compute_dir);
+  ~UsageReader();
+  std::vector<SliceUsage> Read(const std::vector<SliceRecord>& slices);
+
+ private:
+  struct Cache;
+  std::string compute_dir_;
+  std::mutex mutex_;
+  std::unique_ptr<Cache> cache_;
+};
+
+std::string RenderMetrics(const MetricsSnapshot& snapshot);
+
+}  // namespace fgpu::agent
