@@ -145,7 +145,7 @@ net::HttpResponse Api::Handle(const net::HttpRequest& request) {
   if (path == "/v1/health") return method == "GET" ? Health() : Error(405, "use GET");
   if (path == "/v1/gpus") return method == "GET" ? ListGpus() : Error(405, "use GET");
   if (path == "/v1/slices") {
-    if (method == "GET") return ListSlices();
+    if (method == "GET") return ListSlices(request);
     if (method == "POST") return CreateSlice(request);
     return Error(405, "use GET or POST");
   }
@@ -194,9 +194,22 @@ net::HttpResponse Api::ListGpus() {
   return Json(200, gpus);
 }
 
-net::HttpResponse Api::ListSlices() {
+net::HttpResponse Api::ListSlices(const net::HttpRequest& request) {
+  const std::vector<SliceRecord> records = slices_->List();
+  // ?usage=1: also what each slice uses now (its ledger and compute board), as fgpu status shows.
+  const bool with_usage = request.query.find("usage=1") != std::string::npos;
+  const std::vector<SliceUsage> usage = with_usage ? usage_.Read(records) : std::vector<SliceUsage>();
   json slices = json::array();
-  for (const SliceRecord& slice : slices_->List()) slices.push_back(ToJson(slice));
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    json slice = ToJson(records[i]);
+    if (with_usage) {
+      slice["memory_used_bytes"] = usage[i].memory_used;
+      slice["processes"] = usage[i].processes;
+      slice["compute_busy_seconds"] = static_cast<double>(usage[i].busy_ns) / 1e9;
+      slice["compute_throttled_seconds"] = static_cast<double>(usage[i].throttled_ns) / 1e9;
+    }
+    slices.push_back(std::move(slice));
+  }
   return Json(200, slices);
 }
 

@@ -3,7 +3,7 @@
 //   GET    /metrics               Prometheus text (docs/agent.md "Metrics")
 //   GET    /v1/health             {"status":"ok","gpus":N,"slices":M}
 //   GET    /v1/gpus               GPUs with what their slices reserve
-//   GET    /v1/slices             every slice
+//   GET    /v1/slices[?usage=1]   every slice [with memory used, processes, busy seconds]
 //   POST   /v1/slices             {"memory":"10GiB"|bytes,"compute":30,"compute_mode":"share",
 //                                  "tier":"standard","tenant":"team-a","gpu":"0",
 //                                  "release_on_exit":false,"wait":false} → 201 slice, or with
@@ -40,7 +40,7 @@ class Api {
  private:
   net::HttpResponse Health();
   net::HttpResponse ListGpus();
-  net::HttpResponse ListSlices();
+  net::HttpResponse ListSlices(const net::HttpRequest& request);
   net::HttpResponse CreateSlice(const net::HttpRequest& request);
   net::HttpResponse OneSlice(const net::HttpRequest& request, const std::string& id);
   net::HttpResponse Queued(const net::HttpRequest& request, const std::string& ticket);

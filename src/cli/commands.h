@@ -77,4 +77,20 @@ struct AgentOptions {
 CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options);
 int RunAgent(const AgentOptions& options);
 
+// fgpu status [--agent ENDPOINT]
+struct StatusOptions {
+  std::string agent;
+};
+CLI::App* AddStatusFlags(CLI::App& root, StatusOptions* options);
+int RunStatus(const StatusOptions& options);
+
+// fgpu top [--agent ENDPOINT] [--interval S] [--count N]
+struct TopOptions {
+  std::string agent;
+  double interval_s = 1.0;
+  int count = 0;
+};
+CLI::App* AddTopFlags(CLI::App& root, TopOptions* options);
+int RunTop(const TopOptions& options);
+
 }  // namespace fgpu::cli

@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
 
   DemoOptions demo;
   cli.AddLeaf(AddDemoFlags(cli.root(), &demo), [&] { return RunDemo(demo); });
+  StatusOptions status;
+  cli.AddLeaf(AddStatusFlags(cli.root(), &status), [&] { return RunStatus(status); });
+  TopOptions top;
+  cli.AddLeaf(AddTopFlags(cli.root(), &top), [&] { return RunTop(top); });
   AgentOptions agent;
   cli.AddLeaf(AddAgentFlags(cli.root(), &agent), [&] { return RunAgent(agent); });
   cli.AddLeaf(AddVersionFlags(cli.root()), [] { return RunVersion(); });

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -74,6 +76,17 @@ class AgentE2e : public ::testing::Test {
                          "FGPU_SLICE=" + slice["dir"].get<std::string>(),
                          "CUDA_VISIBLE_DEVICES=" + slice["gpu"].get<std::string>()})
         .Wait();
+  }
+
+  // stdout of a shell command.
+  static std::string Output(const std::string& command) {
+    std::string out;
+    FILE* pipe = popen(("ASAN_OPTIONS=verify_asan_link_order=0 " + command).c_str(), "r");
+    if (pipe == nullptr) return out;
+    char buffer[4096];
+    for (std::size_t got; (got = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, got);
+    pclose(pipe);
+    return out;
   }
 
   std::string segment_, config_, state_;
@@ -155,6 +168,12 @@ TEST_F(AgentE2e, FourWorkloadsShareAGpuAndAFifthQueuesUntilOneLeaves) {
   }
   EXPECT_EQ(shares, 4u) << metrics->body;
   EXPECT_EQ(busy, 4u) << metrics->body;
+  // fgpu status and one frame of fgpu top show them as tables.
+  const std::string status = Output(std::string(FGPU_BIN_PATH) + " status --agent " + agent);
+  EXPECT_EQ(std::count(status.begin(), status.end(), '\n'), 3 + 1 + 5) << status;  // header + 2 GPUs, blank, header + 4
+  EXPECT_NE(status.find("25% share"), std::string::npos) << status;
+  const std::string top = Output(std::string(FGPU_BIN_PATH) + " top --count 2 --interval 0.5 --agent " + agent);
+  EXPECT_NE(top.find("ACHIEVED"), std::string::npos) << top;
   const ProbeResult refused = run({"--memory", "1GiB", "--compute", "10"}, {"info"})->Wait();
   EXPECT_EQ(refused.exit_code, 1) << "no room and no --wait: a clear refusal";
   EXPECT_NE(refused.stderr_text.find("the agent refused the slice"), std::string::npos) << refused.stderr_text;
