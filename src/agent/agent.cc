@@ -4,11 +4,13 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "agent/api.h"
+#include "agent/metrics.h"
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
 #include "agent/store.h"
@@ -17,6 +19,11 @@
 
 namespace fgpu::agent {
 namespace {
+
+int64_t UnixMsNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 int Fail(const std::string& message) {
   std::cerr << "fgpu agent: " << message << "\n";
@@ -47,11 +54,15 @@ int RunAgent(const AgentOptions& options) {
   if (!gpus.ok()) return Fail(gpus.status().message());
   Result<std::unique_ptr<Store>> store = Store::Open(options.state_dir + "/agent.db");
   if (!store.ok()) return Fail(store.status().message());
-  SliceService slices(store->get(), *gpus, options.state_dir + "/slices");
+  const char* compute_dir_env = std::getenv("FGPU_COMPUTE_DIR");
+  const std::string compute_dir =
+      compute_dir_env != nullptr && *compute_dir_env != '\0' ? compute_dir_env : "/dev/shm/fgpu-compute";
+  UsageReader busy(compute_dir);
+  SliceService slices(store->get(), *gpus, options.state_dir + "/slices",
+                      [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); });
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
 
-  const char* compute_dir = std::getenv("FGPU_COMPUTE_DIR");
-  Api api(&slices, *nvml, compute_dir != nullptr && *compute_dir != '\0' ? compute_dir : "/dev/shm/fgpu-compute");
+  Api api(&slices, *nvml, compute_dir);
   net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, {});
   std::string where;
   if (!options.listen.empty()) {
@@ -71,10 +82,19 @@ int RunAgent(const AgentOptions& options) {
   // Between signals, release the slices whose workloads have exited and serve the queue.
   int received = -1;
   const timespec tick{0, 250'000'000};
+  auto next_account = std::chrono::steady_clock::now();
   while (received < 0) {
     received = sigtimedwait(&signals, nullptr, &tick);
     for (const std::string& id : slices.Reap()) std::cout << "fgpu agent: released slice " << id << std::endl;
+    if (std::chrono::steady_clock::now() >= next_account) {
+      if (Status billed = slices.Account(UnixMsNow()); !billed.ok()) {
+        std::cerr << "fgpu agent: usage records: " << billed.message() << std::endl;
+      }
+      next_account += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(options.account_interval_s));
+    }
   }
+  (void)slices.Account(UnixMsNow());  // a clean stop bills up to now
   std::cout << "fgpu agent: stopping (signal " << received << ")" << std::endl;
   server.Stop();
   return 0;

@@ -10,6 +10,7 @@ struct AgentOptions {
   std::string state_dir;  // agent.db, slices/, agent.sock
   std::string listen;     // "127.0.0.1:PORT" (port 0: any); empty: Unix socket only
   std::string socket;     // empty: <state_dir>/agent.sock
+  double account_interval_s = 60;  // how often usage records are closed (chargeback)
 };
 
 // Returns the process exit code: 0 after a clean stop, 1 when it could not start (the reason

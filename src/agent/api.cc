@@ -1,5 +1,8 @@
 #include "agent/api.h"
 
+#include <charconv>
+#include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "agent/metrics.h"
@@ -143,6 +146,7 @@ net::HttpResponse Api::Handle(const net::HttpRequest& request) {
   const std::string& method = request.method;
   if (path == "/metrics") return method == "GET" ? Metrics() : Error(405, "use GET");
   if (path == "/v1/health") return method == "GET" ? Health() : Error(405, "use GET");
+  if (path == "/v1/usage") return method == "GET" ? Usage(request) : Error(405, "use GET");
   if (path == "/v1/gpus") return method == "GET" ? ListGpus() : Error(405, "use GET");
   if (path == "/v1/slices") {
     if (method == "GET") return ListSlices(request);
@@ -174,6 +178,48 @@ net::HttpResponse Api::Metrics() {
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
   response.body = RenderMetrics(snapshot);
   return response;
+}
+
+// ?since=<unix ms>&until=<unix ms>&by=tenant|slice (defaults: everything, now, tenant).
+net::HttpResponse Api::Usage(const net::HttpRequest& request) {
+  std::map<std::string, std::string> query;
+  std::size_t at = 0;
+  while (at < request.query.size()) {
+    const std::size_t end = std::min(request.query.find('&', at), request.query.size());
+    const std::string pair = request.query.substr(at, end - at);
+    const std::size_t equals = pair.find('=');
+    if (equals != std::string::npos) query[pair.substr(0, equals)] = pair.substr(equals + 1);
+    at = end + 1;
+  }
+  const auto number = [&](const char* name, int64_t fallback) -> Result<int64_t> {
+    if (query.count(name) == 0) return fallback;
+    const std::string& text = query[name];
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+      return Status::InvalidArgument(std::string(name) + " must be a time in Unix milliseconds");
+    }
+    return value;
+  };
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  Result<int64_t> since = number("since", 0);
+  Result<int64_t> until = number("until", now);
+  if (!since.ok()) return ErrorOf(since.status());
+  if (!until.ok()) return ErrorOf(until.status());
+  if (Status billed = slices_->Account(now); !billed.ok()) return ErrorOf(billed);  // up to the minute
+  Result<std::vector<UsageTotal>> totals = slices_->Totals(*since, *until, query.count("by") ? query["by"] : "tenant");
+  if (!totals.ok()) return ErrorOf(totals.status());
+  json rows = json::array();
+  for (const UsageTotal& total : *totals) {
+    rows.push_back(json{{"key", total.key},
+                        {"reserved_gpu_seconds", total.reserved_gpu_seconds},
+                        {"memory_gib_hours", total.memory_gib_hours},
+                        {"busy_gpu_seconds", total.busy_gpu_seconds},
+                        {"records", total.records}});
+  }
+  return Json(200, rows);
 }
 
 net::HttpResponse Api::Health() {

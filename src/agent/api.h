@@ -1,6 +1,7 @@
 // Api: the agent's JSON-over-HTTP API (docs/agent.md "API"), as a handler for net::HttpServer.
 //
 //   GET    /metrics               Prometheus text (docs/agent.md "Metrics")
+//   GET    /v1/usage?since=&until=&by=tenant|slice   chargeback totals (Unix ms; prorated)
 //   GET    /v1/health             {"status":"ok","gpus":N,"slices":M}
 //   GET    /v1/gpus               GPUs with what their slices reserve
 //   GET    /v1/slices[?usage=1]   every slice [with memory used, processes, busy seconds]
@@ -46,6 +47,7 @@ class Api {
   net::HttpResponse Queued(const net::HttpRequest& request, const std::string& ticket);
 
   net::HttpResponse Metrics();
+  net::HttpResponse Usage(const net::HttpRequest& request);
 
   SliceService* slices_;
   std::shared_ptr<NvmlClient> nvml_;

@@ -42,7 +42,8 @@ class ApiTest : public ::testing::Test {
     ASSERT_TRUE(store.ok()) << store.status().message();
     store_ = std::move(*store);
     std::vector<GpuState> gpus = {{0, "GPU-aaaa", "H100", 80 * kGiB, 0, 0}, {1, "GPU-bbbb", "H100", 80 * kGiB, 0, 0}};
-    service_ = std::make_unique<SliceService>(store_.get(), gpus, dir_ + "/slices");
+    service_ = std::make_unique<SliceService>(store_.get(), gpus, dir_ + "/slices",
+                                              [this](const SliceRecord&) { return busy_ns_; });
     ASSERT_TRUE(service_->Restore().ok());
     api_ = std::make_unique<Api>(service_.get());
   }
@@ -50,7 +51,8 @@ class ApiTest : public ::testing::Test {
   net::HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "") {
     net::HttpRequest request;
     request.method = method;
-    request.path = path;
+    request.path = path.substr(0, path.find('?'));
+    if (path.find('?') != std::string::npos) request.query = path.substr(path.find('?') + 1);
     request.body = body;
     request.peer.unix_socket = true;
     request.peer.uid = 1234;
@@ -59,6 +61,7 @@ class ApiTest : public ::testing::Test {
   }
 
   std::string dir_;
+  uint64_t busy_ns_ = 0;  // what the fake compute board reports for every slice
   std::unique_ptr<Store> store_;
   std::unique_ptr<SliceService> service_;
   std::unique_ptr<Api> api_;
@@ -257,6 +260,26 @@ TEST_F(ApiTest, ASliceIsReleasedWhenItsOwnerAndItsWorkloadHaveExited) {
   EXPECT_EQ(service_->Reap().size(), 1u);
   EXPECT_TRUE(service_->List().empty());
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST_F(ApiTest, UsageIsBilledPerIntervalAtTheLimitsThenInForce) {
+  const json slice = json::parse(Call("POST", "/v1/slices", R"({"memory":"8GiB","compute":25,"tenant":"t1"})").body);
+  const int64_t created = slice["created_unix_ms"];
+  busy_ns_ = 900'000'000'000;  // 900 s of measured GPU time in the first hour
+  ASSERT_TRUE(service_->Account(created + 3'600'000).ok());
+  // A resize closes the interval at the old limits; a delete the last one.
+  ASSERT_EQ(Call("PATCH", "/v1/slices/" + slice["id"].get<std::string>(), R"({"compute":50})").status, 200);
+  Result<std::vector<UsageTotal>> hour = service_->Totals(created, created + 3'600'000, "tenant");
+  ASSERT_TRUE(hour.ok());
+  ASSERT_EQ(hour->size(), 1u);
+  EXPECT_NEAR((*hour)[0].reserved_gpu_seconds, 900, 1e-6);  // 3600 s × 25 %
+  EXPECT_NEAR((*hour)[0].memory_gib_hours, 8, 1e-6);
+  EXPECT_NEAR((*hour)[0].busy_gpu_seconds, 900, 1e-6);
+  const net::HttpResponse report = Call("GET", "/v1/usage?by=slice");
+  ASSERT_EQ(report.status, 200) << report.body;
+  EXPECT_EQ(json::parse(report.body)[0]["key"], slice["id"]);
+  EXPECT_EQ(Call("GET", "/v1/usage?since=yesterday").status, 400);
+  EXPECT_EQ(Call("GET", "/v1/usage?by=colour").status, 400);
 }
 
 }  // namespace

@@ -183,6 +183,20 @@ std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices
   return usage;
 }
 
+uint64_t UsageReader::BusyNs(const SliceRecord& slice) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<compute::Board>& board = cache_->boards[slice.gpu_uuid];
+  std::error_code error;
+  if (board == nullptr && std::filesystem::exists(compute_dir_ + "/" + slice.gpu_uuid, error)) {
+    Result<compute::Board*> opened = compute::Board::Open(compute_dir_, slice.gpu_uuid);
+    if (opened.ok()) board.reset(*opened);
+  }
+  if (board == nullptr) return 0;
+  SliceUsage usage;
+  ReadRow(*board, BoardKey(slice.dir), &usage);
+  return usage.busy_ns;
+}
+
 std::string RenderMetrics(const MetricsSnapshot& snapshot) {
   Exposition out;
   GpuFamilies(snapshot, out);

@@ -41,6 +41,8 @@ class UsageReader {
   explicit UsageReader(std::string compute_dir);
   ~UsageReader();
   std::vector<SliceUsage> Read(const std::vector<SliceRecord>& slices);
+  // The slice's measured busy counter (0 before its first launch).
+  uint64_t BusyNs(const SliceRecord& slice);
 
  private:
   struct Cache;

@@ -28,8 +28,33 @@ struct SliceRecord {
   bool release_on_exit = false;
   std::string dir;          // the slice directory the workload's FGPU_SLICE names
   int64_t created_unix_ms = 0;
+  // Chargeback: usage is recorded up to here (0: not yet, from created_unix_ms), and the
+  // slice's measured busy counter (compute board) was this much then.
+  int64_t accounted_until_ms = 0;
+  uint64_t accounted_busy_ns = 0;
 
   bool operator==(const SliceRecord&) const = default;
+};
+
+// One closed interval of a slice's usage: what chargeback bills (docs/agent.md "Chargeback").
+struct UsageRecord {
+  std::string slice_id;
+  std::string tenant;
+  std::string gpu_uuid;
+  int64_t start_unix_ms = 0;
+  int64_t end_unix_ms = 0;
+  double reserved_gpu_seconds = 0;  // wall time × share
+  double memory_gib_hours = 0;      // cap × wall time
+  double busy_gpu_seconds = 0;      // measured GPU occupancy
+};
+
+// Usage summed over records, by tenant or by slice, prorated to a time window.
+struct UsageTotal {
+  std::string key;
+  double reserved_gpu_seconds = 0;
+  double memory_gib_hours = 0;
+  double busy_gpu_seconds = 0;
+  int64_t records = 0;
 };
 
 }  // namespace fgpu::agent

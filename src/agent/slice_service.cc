@@ -43,8 +43,37 @@ bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
 
 }  // namespace
 
-SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir)
-    : store_(store), gpus_(std::move(gpus)), slices_dir_(std::move(slices_dir)) {}
+SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy)
+    : store_(store), busy_(std::move(busy)), gpus_(std::move(gpus)), slices_dir_(std::move(slices_dir)) {}
+
+Status SliceService::Account(int64_t now_unix_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (SliceRecord& slice : slices_) {
+    if (Status status = AccountLocked(slice, now_unix_ms); !status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+Status SliceService::AccountLocked(SliceRecord& slice, int64_t now_unix_ms) {
+  const int64_t start = slice.accounted_until_ms != 0 ? slice.accounted_until_ms : slice.created_unix_ms;
+  if (now_unix_ms <= start) return Status::Ok();
+  const uint64_t busy_now = busy_ ? busy_(slice) : slice.accounted_busy_ns;
+  // A counter below the last reading was reset (the board was re-created): all of it is new.
+  const uint64_t busy = busy_now >= slice.accounted_busy_ns ? busy_now - slice.accounted_busy_ns : busy_now;
+  const double seconds = static_cast<double>(now_unix_ms - start) / 1000.0;
+  UsageRecord record{slice.id,
+                     slice.tenant,
+                     slice.gpu_uuid,
+                     start,
+                     now_unix_ms,
+                     seconds * slice.compute_share / 100.0,
+                     static_cast<double>(slice.memory_bytes) / static_cast<double>(uint64_t{1} << 30) * seconds / 3600.0,
+                     static_cast<double>(busy) / 1e9};
+  if (Status status = store_->CloseUsage(record, now_unix_ms, busy_now); !status.ok()) return status;
+  slice.accounted_until_ms = now_unix_ms;
+  slice.accounted_busy_ns = busy_now;
+  return Status::Ok();
+}
 
 Status SliceService::Restore() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -314,6 +343,9 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
       return Status::ResourceExhausted("GPU " + room.gpu.uuid + " has no room to grow slice " + id);
     }
   }
+  if (Status billed = AccountLocked(*it, UnixMs()); !billed.ok()) return billed;  // at the old limits
+  updated.accounted_until_ms = it->accounted_until_ms;
+  updated.accounted_busy_ns = it->accounted_busy_ns;
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(updated.dir);
   if (!admin.ok()) return admin.status();
   if (Status status = admin->SetMemoryCap(0, updated.memory_bytes); !status.ok()) return status;
@@ -336,6 +368,7 @@ Status SliceService::Delete(const std::string& id) {
 Status SliceService::DeleteLocked(const std::string& id) {
   auto it = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
   if (it == slices_.end()) return Status::NotFound("no slice " + id);
+  if (Status billed = AccountLocked(*it, UnixMs()); !billed.ok()) return billed;
   if (Status status = store_->DeleteSlice(id); !status.ok()) return status;
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(it->dir);
   if (admin.ok()) (void)admin->Remove();

@@ -8,7 +8,7 @@
 //   (nothing half-made survives). A GPU is full when its slices' memory caps would exceed its
 //   memory or their compute shares 100 %: shares are guarantees, never oversubscribed.
 // - Resize changes limits live (the interposer rereads them) within the same room rules.
-// - Delete removes the directory and the record.
+// - Delete bills the slice's last interval, then removes the record and the directory.
 // - Restore (at start) re-creates the directory of every stored slice whose directory is
 //   missing or unreadable, keeps the ones that are intact (running workloads reattach) and
 //   removes directories under `slices_dir` that have no record.
@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -71,7 +72,10 @@ struct GpuRoom {
 
 class SliceService {
  public:
-  SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir);
+  // A slice's measured busy counter now (its compute board row), for chargeback.
+  using BusyReader = std::function<uint64_t(const SliceRecord&)>;
+
+  SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy = nullptr);
 
   Status Restore();
   // InvalidArgument: a malformed request; NotFound: unknown GPU; ResourceExhausted: no room.
@@ -91,6 +95,12 @@ class SliceService {
   Status Delete(const std::string& id);
   std::vector<GpuRoom> Rooms() const;
   int QueueLength() const;
+  // Closes every slice's usage interval at `now_unix_ms` into a usage record (also done for a
+  // slice when it is deleted or resized, so every interval is billed at the limits it had).
+  Status Account(int64_t now_unix_ms);
+  Result<std::vector<UsageTotal>> Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const {
+    return store_->Totals(since_unix_ms, until_unix_ms, by);
+  }
 
  private:
   struct Queued {
@@ -105,6 +115,7 @@ class SliceService {
   Status Validate(const CreateRequest& request, const net::Peer& peer) const;
   Result<SliceRecord> CreateLocked(const CreateRequest& request, const net::Peer& peer, uint64_t owner_start_time);
   Status DeleteLocked(const std::string& id);
+  Status AccountLocked(SliceRecord& slice, int64_t now_unix_ms);
   void PlaceQueuedLocked();
   Result<const GpuState*> NamedGpu(const std::string& selector) const;
   // The GPU the slice goes on and the share it gets there.
@@ -114,6 +125,7 @@ class SliceService {
   std::string NewId();
 
   Store* store_;
+  BusyReader busy_;
   std::vector<GpuState> gpus_;
   std::string slices_dir_;
   mutable std::mutex mutex_;

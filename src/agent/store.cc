@@ -21,8 +21,22 @@ CREATE TABLE IF NOT EXISTS slices (
   owner_start_time INTEGER NOT NULL,
   release_on_exit INTEGER NOT NULL,
   dir TEXT NOT NULL,
-  created_unix_ms INTEGER NOT NULL
+  created_unix_ms INTEGER NOT NULL,
+  accounted_until_ms INTEGER NOT NULL,
+  accounted_busy_ns INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS usage_records (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  slice_id TEXT NOT NULL,
+  tenant TEXT NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  start_unix_ms INTEGER NOT NULL,
+  end_unix_ms INTEGER NOT NULL,
+  reserved_gpu_seconds REAL NOT NULL,
+  memory_gib_hours REAL NOT NULL,
+  busy_gpu_seconds REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_by_end ON usage_records (end_unix_ms);
 )sql";
 
 // A prepared statement, finalized on scope exit.
@@ -91,8 +105,8 @@ Status Store::PutSlice(const SliceRecord& slice) {
   std::lock_guard<std::mutex> lock(mutex_);
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
-                   "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
+                   "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, "
+                   "accounted_busy_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
   if (!insert.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   sqlite3_stmt* s = insert.get();
   BindText(s, 1, slice.id);
@@ -108,6 +122,8 @@ Status Store::PutSlice(const SliceRecord& slice) {
   sqlite3_bind_int64(s, 11, slice.release_on_exit ? 1 : 0);
   BindText(s, 12, slice.dir);
   sqlite3_bind_int64(s, 13, slice.created_unix_ms);
+  sqlite3_bind_int64(s, 14, slice.accounted_until_ms);
+  sqlite3_bind_int64(s, 15, static_cast<sqlite3_int64>(slice.accounted_busy_ns));
   if (sqlite3_step(s) != SQLITE_DONE) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   return Status::Ok();
 }
@@ -128,7 +144,8 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Statement select(db_,
                    "SELECT id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, owner_uid, owner_pid, "
-                   "owner_start_time, release_on_exit, dir, created_unix_ms FROM slices ORDER BY created_unix_ms, id;");
+                   "owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, accounted_busy_ns FROM slices "
+                   "ORDER BY created_unix_ms, id;");
   if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   std::vector<SliceRecord> slices;
   int rc = SQLITE_ROW;
@@ -148,10 +165,67 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
     slice.release_on_exit = sqlite3_column_int(s, 10) != 0;
     slice.dir = Text(s, 11);
     slice.created_unix_ms = sqlite3_column_int64(s, 12);
+    slice.accounted_until_ms = sqlite3_column_int64(s, 13);
+    slice.accounted_busy_ns = static_cast<uint64_t>(sqlite3_column_int64(s, 14));
     slices.push_back(std::move(slice));
   }
   if (rc != SQLITE_DONE) return Status::Corrupt(std::string("state database: ") + sqlite3_errmsg(db_));
   return slices;
+}
+
+Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, uint64_t accounted_busy_ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Status begun = Exec("BEGIN IMMEDIATE;"); !begun.ok()) return begun;
+  Statement insert(db_,
+                   "INSERT INTO usage_records (slice_id, tenant, gpu_uuid, start_unix_ms, end_unix_ms, "
+                   "reserved_gpu_seconds, memory_gib_hours, busy_gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?);");
+  Statement update(db_, "UPDATE slices SET accounted_until_ms = ?, accounted_busy_ns = ? WHERE id = ?;");
+  bool ok = insert.ok() && update.ok();
+  if (ok) {
+    sqlite3_stmt* s = insert.get();
+    BindText(s, 1, record.slice_id);
+    BindText(s, 2, record.tenant);
+    BindText(s, 3, record.gpu_uuid);
+    sqlite3_bind_int64(s, 4, record.start_unix_ms);
+    sqlite3_bind_int64(s, 5, record.end_unix_ms);
+    sqlite3_bind_double(s, 6, record.reserved_gpu_seconds);
+    sqlite3_bind_double(s, 7, record.memory_gib_hours);
+    sqlite3_bind_double(s, 8, record.busy_gpu_seconds);
+    sqlite3_bind_int64(update.get(), 1, accounted_until_ms);
+    sqlite3_bind_int64(update.get(), 2, static_cast<sqlite3_int64>(accounted_busy_ns));
+    BindText(update.get(), 3, record.slice_id);
+    ok = sqlite3_step(insert.get()) == SQLITE_DONE && sqlite3_step(update.get()) == SQLITE_DONE;
+  }
+  if (!ok) {
+    const std::string reason = sqlite3_errmsg(db_);
+    (void)Exec("ROLLBACK;");
+    return Status::Internal("state database: " + reason);
+  }
+  return Exec("COMMIT;");
+}
+
+Result<std::vector<UsageTotal>> Store::Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const {
+  if (by != "tenant" && by != "slice") return Status::InvalidArgument("group by tenant or slice, not '" + by + "'");
+  const std::string key = by == "tenant" ? "tenant" : "slice_id";
+  // Each record counts for the part of it inside the window.
+  const std::string overlap =
+      "(MIN(end_unix_ms, ?2) - MAX(start_unix_ms, ?1)) * 1.0 / MAX(end_unix_ms - start_unix_ms, 1)";
+  const std::string sql = "SELECT " + key + ", SUM(reserved_gpu_seconds * " + overlap + "), SUM(memory_gib_hours * " +
+                          overlap + "), SUM(busy_gpu_seconds * " + overlap +
+                          "), COUNT(*) FROM usage_records WHERE end_unix_ms > ?1 AND start_unix_ms < ?2 GROUP BY " +
+                          key + " ORDER BY " + key + ";";
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement select(db_, sql.c_str());
+  if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  sqlite3_bind_int64(select.get(), 1, since_unix_ms);
+  sqlite3_bind_int64(select.get(), 2, until_unix_ms);
+  std::vector<UsageTotal> totals;
+  while (sqlite3_step(select.get()) == SQLITE_ROW) {
+    totals.push_back({Text(select.get(), 0), sqlite3_column_double(select.get(), 1),
+                      sqlite3_column_double(select.get(), 2), sqlite3_column_double(select.get(), 3),
+                      sqlite3_column_int64(select.get(), 4)});
+  }
+  return totals;
 }
 
 }  // namespace fgpu::agent

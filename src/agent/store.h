@@ -33,6 +33,13 @@ class Store {
   Status DeleteSlice(const std::string& id);
   Result<std::vector<SliceRecord>> Slices() const;
 
+  // Appends `record` and moves the slice's accounted_* fields to its end, in one transaction:
+  // an interval is recorded exactly once even if the agent dies at any instruction.
+  Status CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, uint64_t accounted_busy_ns);
+  // Totals of the records overlapping [since, until), each prorated to its overlap, grouped by
+  // "tenant" or "slice" (InvalidArgument otherwise).
+  Result<std::vector<UsageTotal>> Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const;
+
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   Status Exec(const std::string& sql) const;

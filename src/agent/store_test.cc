@@ -61,6 +61,38 @@ TEST_F(StoreTest, SlicesSurviveReopening) {
   EXPECT_EQ((*slices)[0], expected);
 }
 
+TEST_F(StoreTest, UsageRecordsAreTotalledAndProratedToTheWindow) {
+  Result<std::unique_ptr<Store>> store = Store::Open(Path());
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->PutSlice(Sample("s1")).ok());
+  SliceRecord other = Sample("s2");
+  other.tenant = "team-b";
+  ASSERT_TRUE((*store)->PutSlice(other).ok());
+  // s1: two hours at 30 % of a GPU and 10 GiB; s2: one hour.
+  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 0, 3'600'000, 1080, 10, 100}, 3'600'000, 7).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 3'600'000, 7'200'000, 1080, 10, 50}, 7'200'000, 9).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s2", "team-b", "GPU-1", 0, 3'600'000, 3600, 1, 0}, 3'600'000, 0).ok());
+  Result<std::vector<UsageTotal>> all = (*store)->Totals(0, 10'000'000, "tenant");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].key, "team-a");
+  EXPECT_DOUBLE_EQ((*all)[0].reserved_gpu_seconds, 2160);
+  EXPECT_DOUBLE_EQ((*all)[0].memory_gib_hours, 20);
+  EXPECT_DOUBLE_EQ((*all)[0].busy_gpu_seconds, 150);
+  EXPECT_EQ((*all)[0].records, 2);
+  // The last half hour of the first record and the first half of the second.
+  Result<std::vector<UsageTotal>> window = (*store)->Totals(1'800'000, 5'400'000, "slice");
+  ASSERT_TRUE(window.ok());
+  EXPECT_EQ((*window)[0].key, "s1");
+  EXPECT_DOUBLE_EQ((*window)[0].reserved_gpu_seconds, 1080);
+  EXPECT_DOUBLE_EQ((*window)[0].busy_gpu_seconds, 75);
+  EXPECT_EQ((*store)->Totals(0, 1, "colour").status().code(), StatusCode::kInvalidArgument);
+  // The slice's accounting position moved with the record, in the same transaction.
+  Result<std::vector<SliceRecord>> slices = (*store)->Slices();
+  EXPECT_EQ((*slices)[0].accounted_until_ms, 7'200'000);
+  EXPECT_EQ((*slices)[0].accounted_busy_ns, 9u);
+}
+
 TEST_F(StoreTest, ADatabaseFromANewerAgentIsRefused) {
   {
     sqlite3* db = nullptr;

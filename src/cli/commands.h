@@ -73,6 +73,7 @@ struct AgentOptions {
   std::string state = "/var/lib/fgpu";
   std::string listen;
   std::string socket;
+  double account_interval_s = 60;
 };
 CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options);
 int RunAgent(const AgentOptions& options);
@@ -92,5 +93,15 @@ struct TopOptions {
 };
 CLI::App* AddTopFlags(CLI::App& root, TopOptions* options);
 int RunTop(const TopOptions& options);
+
+// fgpu report [--since 24h] [--by tenant|slice] [--format table|csv|json] [--agent ENDPOINT]
+struct ReportOptions {
+  std::string since = "24h";
+  std::string by = "tenant";
+  std::string format = "table";
+  std::string agent;
+};
+CLI::App* AddReportFlags(CLI::App& root, ReportOptions* options);
+int RunReport(const ReportOptions& options);
 
 }  // namespace fgpu::cli

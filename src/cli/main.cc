@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   cli.AddLeaf(AddStatusFlags(cli.root(), &status), [&] { return RunStatus(status); });
   TopOptions top;
   cli.AddLeaf(AddTopFlags(cli.root(), &top), [&] { return RunTop(top); });
+  ReportOptions report;
+  cli.AddLeaf(AddReportFlags(cli.root(), &report), [&] { return RunReport(report); });
   AgentOptions agent;
   cli.AddLeaf(AddAgentFlags(cli.root(), &agent), [&] { return RunAgent(agent); });
   cli.AddLeaf(AddVersionFlags(cli.root()), [] { return RunVersion(); });

@@ -44,9 +44,10 @@ class AgentE2e : public ::testing::Test {
     std::filesystem::remove_all(state_);
   }
 
-  void StartAgent() {
-    agent_ = std::make_unique<RunningProbe>(segment_, config_,
-                                            std::vector<std::string>{FGPU_BIN_PATH, "agent", "--state", state_},
+  void StartAgent(const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> argv = {FGPU_BIN_PATH, "agent", "--state", state_};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    agent_ = std::make_unique<RunningProbe>(segment_, config_, argv,
                                             std::vector<std::string>{"ASAN_OPTIONS=verify_asan_link_order=0",
                                                                      "FGPU_COMPUTE_DIR=" + state_ + "/boards"});
     for (int i = 0; i < 200; ++i) {
@@ -105,16 +106,32 @@ TEST_F(AgentE2e, AWorkloadInASliceTheAgentMadeIsCapped) {
 }
 
 TEST_F(AgentE2e, AKilledAgentRestartsWithTheSameSlices) {
-  StartAgent();
+  StartAgent({"--account-interval", "0.2"});
   CreateSlice(R"({"memory":"1GiB","compute":30,"tenant":"a"})");
   CreateSlice(R"({"memory":"2GiB","compute":50,"compute_mode":"cap","tier":"latency","tenant":"b"})");
   const json third = CreateSlice(R"({"memory":"512MiB","tenant":"c"})");
   ASSERT_EQ(Call("PATCH", "/v1/slices/" + third["id"].get<std::string>(), R"({"memory":"768MiB"})")->status, 200);
-  const std::string before = Call("GET", "/v1/slices")->body;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // a few usage records close
+  const std::string slices_before = Call("GET", "/v1/slices")->body;
+  const int64_t cutoff =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const json usage_before = json::parse(Call("GET", "/v1/usage?by=slice&until=" + std::to_string(cutoff))->body);
+  ASSERT_EQ(usage_before.size(), 3u) << usage_before.dump();
   agent_->Kill();
   agent_->Wait();
-  StartAgent();
-  EXPECT_EQ(Call("GET", "/v1/slices")->body, before);
+  StartAgent({"--account-interval", "0.2"});
+  EXPECT_EQ(Call("GET", "/v1/slices")->body, slices_before);
+  // No usage record closed before the kill was lost: the same totals up to the same instant.
+  const json usage_after = json::parse(Call("GET", "/v1/usage?by=slice&until=" + std::to_string(cutoff))->body);
+  ASSERT_EQ(usage_after.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(usage_after[i]["reserved_gpu_seconds"].get<double>(), usage_before[i]["reserved_gpu_seconds"].get<double>(),
+                1e-6);
+    EXPECT_GE(usage_after[i]["records"].get<int64_t>(), usage_before[i]["records"].get<int64_t>());
+  }
+  const std::string report = Output(std::string(FGPU_BIN_PATH) + " report --since 1h --by tenant --format csv --agent unix:" +
+                                    state_ + "/agent.sock");
+  EXPECT_EQ(report.rfind("tenant,reserved_gpu_hours,memory_gib_hours,busy_gpu_hours,records\na,", 0), 0u) << report;
   // The restored slices still enforce: the third is 768 MiB.
   const ProbeResult fill = RunInSlice(json::parse(Call("GET", "/v1/slices/" + third["id"].get<std::string>())->body),
                                       {"fill", "--chunk", "64MiB"});

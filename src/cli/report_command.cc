@@ -1,0 +1,93 @@
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/run_agent.h"
+
+namespace fgpu::cli {
+namespace {
+
+using nlohmann::json;
+
+// "24h", "30m", "7d", "90s", "all", or Unix seconds → Unix milliseconds.
+Result<int64_t> SinceMs(const std::string& text) {
+  if (text == "all") return int64_t{0};
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  std::size_t used = 0;
+  long long value = -1;
+  try {
+    value = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || value < 0) {
+    return Status::InvalidArgument("--since wants 24h, 30m, 7d, 90s, all, or Unix seconds; got '" + text + "'");
+  }
+  const std::string unit = text.substr(used);
+  if (unit.empty()) return static_cast<int64_t>(value) * 1000;
+  const int64_t scale = unit == "s" ? 1000 : unit == "m" ? 60'000 : unit == "h" ? 3'600'000 : unit == "d" ? 86'400'000 : 0;
+  if (scale == 0) return Status::InvalidArgument("unknown unit '" + unit + "' in --since (s, m, h, d)");
+  return now_ms - static_cast<int64_t>(value) * scale;
+}
+
+std::string Fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, value);
+  return text;
+}
+
+}  // namespace
+
+CLI::App* AddReportFlags(CLI::App& root, ReportOptions* options) {
+  CLI::App* report = root.add_subcommand("report", "Chargeback: usage per tenant or slice, from the agent's records");
+  report->add_option("--since", options->since, "24h, 30m, 7d, all, or Unix seconds")->capture_default_str();
+  report->add_option("--by", options->by, "tenant or slice")->check(CLI::IsMember({"tenant", "slice"}))->capture_default_str();
+  report->add_option("--format", options->format, "table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+  report->add_option("--agent", options->agent, "The agent's socket or 127.0.0.1:PORT");
+  return report;
+}
+
+int RunReport(const ReportOptions& options) {
+  Result<int64_t> since = SinceMs(options.since);
+  if (!since.ok()) {
+    std::cerr << "fgpu report: " << since.status().message() << "\n";
+    return kExitUsage;
+  }
+  Result<std::optional<net::Endpoint>> agent = FindAgent(options.agent);
+  if (!agent.ok() || !*agent) {
+    std::cerr << "fgpu report: " << (agent.ok() ? std::string("no agent is running") : agent.status().message()) << "\n";
+    return kExitFailure;
+  }
+  Result<net::HttpResponse> response =
+      net::HttpCall(**agent, "GET", "/v1/usage?since=" + std::to_string(*since) + "&by=" + options.by, "", 30000);
+  const json rows = response.ok() ? json::parse(response->body, nullptr, false) : json();
+  if (!response.ok() || response->status != 200 || !rows.is_array()) {
+    std::cerr << "fgpu report: " << (response.ok() ? response->body : response.status().message()) << "\n";
+    return kExitFailure;
+  }
+  if (options.format == "json") {
+    std::cout << rows.dump(2) << "\n";
+    return kExitOk;
+  }
+  const bool csv = options.format == "csv";
+  std::cout << (csv ? options.by + ",reserved_gpu_hours,memory_gib_hours,busy_gpu_hours,records\n"
+                    : options.by + "\tRESERVED GPU-h\tMEMORY GiB-h\tBUSY GPU-h\tRECORDS\n");
+  for (const json& row : rows) {
+    const std::string separator = csv ? "," : "\t";
+    std::cout << row["key"].get<std::string>() << separator
+              << Fixed(row["reserved_gpu_seconds"].get<double>() / 3600, 4) << separator
+              << Fixed(row["memory_gib_hours"].get<double>(), 4) << separator
+              << Fixed(row["busy_gpu_seconds"].get<double>() / 3600, 4) << separator << row["records"].get<int64_t>()
+              << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace fgpu::cli
