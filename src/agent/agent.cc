@@ -7,13 +7,17 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <iostream>
 
 #include "agent/api.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
+#include "agent/stop_loss.h"
 #include "agent/store.h"
+#include "core/units.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 
@@ -23,6 +27,33 @@ namespace {
 int64_t UnixMsNow() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The agent's configuration file; absent: the defaults (bypass → evict, 5 s grace, no
+// free-memory threshold).
+Result<StopLossPolicy> LoadStopLossPolicy(const std::string& path) {
+  StopLossPolicy policy;
+  if (path.empty()) return policy;
+  std::ifstream file(path);
+  if (!file) return Status::NotFound("cannot read the configuration " + path);
+  const nlohmann::json config = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object()) return Status::InvalidArgument(path + " is not a JSON object");
+  if (!config.contains("stop_loss")) return policy;
+  const nlohmann::json& stop = config["stop_loss"];
+  const auto bad = [&](const std::string& what) { return Status::InvalidArgument(path + ": stop_loss." + what); };
+  if (!stop.is_object()) return bad("must be an object");
+  for (const auto& [key, value] : stop.items()) {
+    if (key == "bypass" && value.is_string() && (value == "evict" || value == "alert")) {
+      policy.bypass = value == "evict" ? StopLossPolicy::Bypass::kEvict : StopLossPolicy::Bypass::kAlert;
+    } else if (key == "grace_s" && value.is_number() && value.get<double>() >= 0) {
+      policy.grace_ms = static_cast<int64_t>(value.get<double>() * 1000);
+    } else if (key == "min_free" && value.is_string() && ParseByteSize(value.get<std::string>()).ok()) {
+      policy.min_free_bytes = *ParseByteSize(value.get<std::string>());
+    } else {
+      return bad(key + ": expected bypass \"evict\"|\"alert\", grace_s >= 0, min_free \"2GiB\"");
+    }
+  }
+  return policy;
 }
 
 int Fail(const std::string& message) {
@@ -62,7 +93,11 @@ int RunAgent(const AgentOptions& options) {
                       [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); });
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
 
+  Result<StopLossPolicy> policy = LoadStopLossPolicy(options.config);
+  if (!policy.ok()) return Fail(policy.status().message());
+  StopLoss stop_loss(&slices, *nvml, *policy);
   Api api(&slices, *nvml, compute_dir);
+  api.SetStopLoss(&stop_loss);
   net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, {});
   std::string where;
   if (!options.listen.empty()) {
@@ -83,9 +118,14 @@ int RunAgent(const AgentOptions& options) {
   int received = -1;
   const timespec tick{0, 250'000'000};
   auto next_account = std::chrono::steady_clock::now();
+  auto next_check = std::chrono::steady_clock::now();
   while (received < 0) {
     received = sigtimedwait(&signals, nullptr, &tick);
     for (const std::string& id : slices.Reap()) std::cout << "fgpu agent: released slice " << id << std::endl;
+    if (std::chrono::steady_clock::now() >= next_check) {
+      stop_loss.Tick(UnixMsNow());
+      next_check += std::chrono::milliseconds(1000);
+    }
     if (std::chrono::steady_clock::now() >= next_account) {
       if (Status billed = slices.Account(UnixMsNow()); !billed.ok()) {
         std::cerr << "fgpu agent: usage records: " << billed.message() << std::endl;

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "agent/dashboard.h"
 #include "agent/metrics.h"
 #include "core/units.h"
 #include "slice/compute_spec.h"
@@ -144,10 +145,15 @@ Result<CreateRequest> ParseCreate(const json& body) {
 net::HttpResponse Api::Handle(const net::HttpRequest& request) {
   const std::string& path = request.path;
   const std::string& method = request.method;
+  if (path == "/" || path == "/dashboard") return method == "GET" ? DashboardPage() : Error(405, "use GET");
   if (path == "/metrics") return method == "GET" ? Metrics() : Error(405, "use GET");
   if (path == "/v1/health") return method == "GET" ? Health() : Error(405, "use GET");
   if (path == "/v1/usage") return method == "GET" ? Usage(request) : Error(405, "use GET");
   if (path == "/v1/gpus") return method == "GET" ? ListGpus() : Error(405, "use GET");
+  const std::string gpus = "/v1/gpus/";
+  if (path.rfind(gpus, 0) == 0 && path.size() > gpus.size() && path.find('/', gpus.size()) == std::string::npos) {
+    return method == "PUT" ? SetGpuMode(request, path.substr(gpus.size())) : Error(405, "use PUT");
+  }
   if (path == "/v1/slices") {
     if (method == "GET") return ListSlices(request);
     if (method == "POST") return CreateSlice(request);
@@ -174,13 +180,15 @@ net::HttpResponse Api::Metrics() {
   snapshot.slices = slices_->List();
   snapshot.usage = usage_.Read(snapshot.slices);
   snapshot.queued = slices_->QueueLength();
+  if (stop_loss_ != nullptr) snapshot.stop_loss = stop_loss_->Counters();
   net::HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";
   response.body = RenderMetrics(snapshot);
   return response;
 }
 
-// ?since=<unix ms>&until=<unix ms>&by=tenant|slice (defaults: everything, now, tenant).
+// ?since=<unix ms>&until=<unix ms>&by=tenant|slice (defaults: everything, now, tenant). Read-only:
+// the closed records, so up to one accounting interval behind (dashboards poll this).
 net::HttpResponse Api::Usage(const net::HttpRequest& request) {
   std::map<std::string, std::string> query;
   std::size_t at = 0;
@@ -208,7 +216,6 @@ net::HttpResponse Api::Usage(const net::HttpRequest& request) {
   Result<int64_t> until = number("until", now);
   if (!since.ok()) return ErrorOf(since.status());
   if (!until.ok()) return ErrorOf(until.status());
-  if (Status billed = slices_->Account(now); !billed.ok()) return ErrorOf(billed);  // up to the minute
   Result<std::vector<UsageTotal>> totals = slices_->Totals(*since, *until, query.count("by") ? query["by"] : "tenant");
   if (!totals.ok()) return ErrorOf(totals.status());
   json rows = json::array();
@@ -235,9 +242,22 @@ net::HttpResponse Api::ListGpus() {
                         {"memory_total", room.gpu.memory_total},
                         {"memory_reserved", room.memory_reserved},
                         {"compute_reserved", room.compute_reserved},
+                        {"exclusive", room.exclusive},
                         {"slices", room.slices}});
   }
   return Json(200, gpus);
+}
+
+// {"exclusive": true|false}: the switch that takes a GPU out of sharing (no new placements).
+net::HttpResponse Api::SetGpuMode(const net::HttpRequest& request, const std::string& gpu) {
+  Result<json> body = ObjectBody(request, {"exclusive"});
+  if (!body.ok()) return ErrorOf(body.status());
+  if (!body->contains("exclusive") || !(*body)["exclusive"].is_boolean()) {
+    return Error(400, "exclusive must be true or false");
+  }
+  const Status set = slices_->SetExclusive(gpu, (*body)["exclusive"].get<bool>());
+  if (!set.ok()) return ErrorOf(set);
+  return ListGpus();
 }
 
 net::HttpResponse Api::ListSlices(const net::HttpRequest& request) {

@@ -1,9 +1,11 @@
 // Api: the agent's JSON-over-HTTP API (docs/agent.md "API"), as a handler for net::HttpServer.
 //
+//   GET    / and /dashboard       the dashboard: an HTML page over this API (docs/agent.md "Dashboard")
 //   GET    /metrics               Prometheus text (docs/agent.md "Metrics")
 //   GET    /v1/usage?since=&until=&by=tenant|slice   chargeback totals (Unix ms; prorated)
 //   GET    /v1/health             {"status":"ok","gpus":N,"slices":M}
 //   GET    /v1/gpus               GPUs with what their slices reserve
+//   PUT    /v1/gpus/{gpu}         {"exclusive": true|false}: no new shared placements on it
 //   GET    /v1/slices[?usage=1]   every slice [with memory used, processes, busy seconds]
 //   POST   /v1/slices             {"memory":"10GiB"|bytes,"compute":30,"compute_mode":"share",
 //                                  "tier":"standard","tenant":"team-a","gpu":"0",
@@ -25,6 +27,7 @@
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
+#include "agent/stop_loss.h"
 #include "net/http_message.h"
 
 namespace fgpu::agent {
@@ -37,10 +40,13 @@ class Api {
                std::string compute_dir = "/dev/shm/fgpu-compute")
       : slices_(slices), nvml_(std::move(nvml)), usage_(std::move(compute_dir)) {}
   net::HttpResponse Handle(const net::HttpRequest& request);
+  // Stop-loss counters for /metrics (none when unset).
+  void SetStopLoss(const StopLoss* stop_loss) { stop_loss_ = stop_loss; }
 
  private:
   net::HttpResponse Health();
   net::HttpResponse ListGpus();
+  net::HttpResponse SetGpuMode(const net::HttpRequest& request, const std::string& gpu);
   net::HttpResponse ListSlices(const net::HttpRequest& request);
   net::HttpResponse CreateSlice(const net::HttpRequest& request);
   net::HttpResponse OneSlice(const net::HttpRequest& request, const std::string& id);
@@ -52,6 +58,7 @@ class Api {
   SliceService* slices_;
   std::shared_ptr<NvmlClient> nvml_;
   UsageReader usage_;
+  const StopLoss* stop_loss_ = nullptr;
 };
 
 }  // namespace fgpu::agent

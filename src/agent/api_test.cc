@@ -262,6 +262,22 @@ TEST_F(ApiTest, ASliceIsReleasedWhenItsOwnerAndItsWorkloadHaveExited) {
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
+TEST_F(ApiTest, AnExclusiveGpuTakesNoNewSlicesAndTheSwitchSurvivesARestart) {
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"10GiB","gpu":"0"})").status, 201);
+  const net::HttpResponse switched = Call("PUT", "/v1/gpus/0", R"({"exclusive":true})");
+  ASSERT_EQ(switched.status, 200) << switched.body;
+  EXPECT_TRUE(json::parse(switched.body)[0]["exclusive"]);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"0"})").status, 409);
+  EXPECT_EQ(json::parse(Call("POST", "/v1/slices", R"({"memory":"1GiB"})").body)["gpu"], "GPU-bbbb");
+  EXPECT_EQ(service_->List().size(), 2u) << "the slice already there stays";
+  EXPECT_EQ(Call("PUT", "/v1/gpus/9", R"({"exclusive":true})").status, 404);
+  EXPECT_EQ(Call("PUT", "/v1/gpus/0", R"({"exclusive":"yes"})").status, 400);
+  Boot();
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"0"})").status, 409) << "persisted";
+  ASSERT_EQ(Call("PUT", "/v1/gpus/GPU-aaaa", R"({"exclusive":false})").status, 200);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"0"})").status, 201);
+}
+
 TEST_F(ApiTest, UsageIsBilledPerIntervalAtTheLimitsThenInForce) {
   const json slice = json::parse(Call("POST", "/v1/slices", R"({"memory":"8GiB","compute":25,"tenant":"t1"})").body);
   const int64_t created = slice["created_unix_ms"];
@@ -275,7 +291,8 @@ TEST_F(ApiTest, UsageIsBilledPerIntervalAtTheLimitsThenInForce) {
   EXPECT_NEAR((*hour)[0].reserved_gpu_seconds, 900, 1e-6);  // 3600 s × 25 %
   EXPECT_NEAR((*hour)[0].memory_gib_hours, 8, 1e-6);
   EXPECT_NEAR((*hour)[0].busy_gpu_seconds, 900, 1e-6);
-  const net::HttpResponse report = Call("GET", "/v1/usage?by=slice");
+  ASSERT_TRUE(service_->Account(created + 7'200'000).ok());
+  const net::HttpResponse report = Call("GET", "/v1/usage?by=slice&until=" + std::to_string(created + 7'200'000));
   ASSERT_EQ(report.status, 200) << report.body;
   EXPECT_EQ(json::parse(report.body)[0]["key"], slice["id"]);
   EXPECT_EQ(Call("GET", "/v1/usage?since=yesterday").status, 400);

@@ -86,6 +86,8 @@ void GpuFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), static_cast<double>(room.memory_reserved));
   out.Family("fgpu_gpu_compute_reserved_ratio", "gauge", "Sum of the compute shares of the GPU's slices (0..1).");
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.compute_reserved / 100.0);
+  out.Family("fgpu_gpu_exclusive", "gauge", "1 when the GPU is switched out of sharing (no new placements).");
+  for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.exclusive ? 1 : 0);
   out.Family("fgpu_gpu_slices", "gauge", "Slices placed on the GPU.");
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.slices);
 }
@@ -201,6 +203,16 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
   Exposition out;
   GpuFamilies(snapshot, out);
   SliceFamilies(snapshot, out);
+  out.Family("fgpu_slice_unaccounted_bytes", "gauge",
+             "Device memory NVML sees the slice's processes use minus what its ledger charged.");
+  for (const SliceRecord& slice : snapshot.slices) {
+    const auto it = snapshot.stop_loss.unaccounted_bytes.find(slice.id);
+    if (it != snapshot.stop_loss.unaccounted_bytes.end()) out.Sample(SliceLabels(slice), static_cast<double>(it->second));
+  }
+  out.Family("fgpu_stop_loss_bypasses_total", "counter", "Times a slice's processes were seen over its cap.");
+  out.Sample({}, static_cast<double>(snapshot.stop_loss.bypasses));
+  out.Family("fgpu_stop_loss_evictions_total", "counter", "Slices evicted by stop-loss (bypass or low memory).");
+  out.Sample({}, static_cast<double>(snapshot.stop_loss.evictions));
   out.Family("fgpu_slices", "gauge", "Slices the agent holds.");
   out.Sample({}, static_cast<double>(snapshot.slices.size()));
   out.Family("fgpu_queue_length", "gauge", "Requests waiting for room.");

@@ -11,6 +11,7 @@
 
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
+#include "agent/stop_loss.h"
 
 namespace fgpu::agent {
 
@@ -31,6 +32,7 @@ struct MetricsSnapshot {
   std::vector<SliceRecord> slices;
   std::vector<SliceUsage> usage;  // parallel to slices
   int queued = 0;
+  StopLossCounters stop_loss;
 };
 
 // Reads every slice's ledger and board row. Keeps the slices' ledgers and the GPUs' boards

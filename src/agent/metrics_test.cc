@@ -13,7 +13,7 @@ MetricsSnapshot Sample() {
   MetricsSnapshot snapshot;
   GpuState gpu{0, "GPU-aaaa", "NVIDIA H100 80GB HBM3", 85520809984, 1024, 37};
   snapshot.gpus = {gpu};
-  snapshot.rooms = {GpuRoom{gpu, 10737418240, 30, 1}};
+  snapshot.rooms = {GpuRoom{gpu, false, 10737418240, 30, 1}};
   SliceRecord slice;
   slice.id = "s1";
   slice.gpu_uuid = "GPU-aaaa";

@@ -16,6 +16,8 @@ struct NvmlClient::Api {
   nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
 
   template <typename Fn>
   bool Resolve(Fn* slot, const char* symbol, bool required = true) {
@@ -36,7 +38,9 @@ Result<std::shared_ptr<NvmlClient>> NvmlClient::Load() {
                         api->Resolve(&api->by_index, "nvmlDeviceGetHandleByIndex_v2") &&
                         api->Resolve(&api->uuid, "nvmlDeviceGetUUID") && api->Resolve(&api->name, "nvmlDeviceGetName") &&
                         api->Resolve(&api->memory, "nvmlDeviceGetMemoryInfo") &&
-                        api->Resolve(&api->utilization, "nvmlDeviceGetUtilizationRates", /*required=*/false);
+                        api->Resolve(&api->utilization, "nvmlDeviceGetUtilizationRates", /*required=*/false) &&
+                        api->Resolve(&api->by_uuid, "nvmlDeviceGetHandleByUUID") &&
+                        api->Resolve(&api->processes, "nvmlDeviceGetComputeRunningProcesses_v3", /*required=*/false);
   if (!resolved) {
     dlclose(api->handle);
     return Status::Unavailable("libnvidia-ml.so.1 lacks an entry point the agent needs");
@@ -81,6 +85,30 @@ Result<std::vector<GpuState>> NvmlClient::Gpus() const {
     gpus.push_back(std::move(gpu));
   }
   return gpus;
+}
+
+Result<std::vector<GpuProcess>> NvmlClient::Processes(const std::string& uuid) const {
+  if (api_->processes == nullptr) return Status::Unavailable("this NVML cannot list a GPU's processes");
+  nvmlDevice_t device = nullptr;
+  if (api_->by_uuid(uuid.c_str(), &device) != NVML_SUCCESS) return Status::NotFound("NVML does not know " + uuid);
+  unsigned room = 64;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    std::vector<nvmlProcessInfo_t> entries(room);
+    unsigned count = room;
+    const nvmlReturn_t rc = api_->processes(device, &count, entries.data());
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+      room = count + 16;
+      continue;
+    }
+    if (rc != NVML_SUCCESS || count > room) return Status::Unavailable("NVML could not list the processes of " + uuid);
+    std::vector<GpuProcess> processes;
+    for (unsigned i = 0; i < count; ++i) {
+      const bool known = entries[i].usedGpuMemory != static_cast<unsigned long long>(NVML_VALUE_NOT_AVAILABLE);
+      processes.push_back({static_cast<int>(entries[i].pid), known ? entries[i].usedGpuMemory : 0});
+    }
+    return processes;
+  }
+  return Status::Unavailable("the process list of " + uuid + " keeps growing");
 }
 
 }  // namespace fgpu::agent

@@ -25,6 +25,11 @@ struct GpuState {
   int utilization_pct = -1;  // -1: not reported
 };
 
+struct GpuProcess {
+  int pid = 0;
+  uint64_t used_bytes = 0;  // NVML's per-process device memory
+};
+
 class NvmlClient {
  public:
   static Result<std::shared_ptr<NvmlClient>> Load();
@@ -33,6 +38,8 @@ class NvmlClient {
   NvmlClient& operator=(const NvmlClient&) = delete;
 
   Result<std::vector<GpuState>> Gpus() const;
+  // The processes using the GPU `uuid` and their memory (nvmlDeviceGetComputeRunningProcesses_v3).
+  Result<std::vector<GpuProcess>> Processes(const std::string& uuid) const;
 
  private:
   struct Api;

@@ -38,7 +38,7 @@ bool ValidTenant(const std::string& tenant) {
 }
 
 bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
-  return room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100;
+  return !room.exclusive && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100;
 }
 
 }  // namespace
@@ -79,6 +79,9 @@ Status SliceService::Restore() {
   std::lock_guard<std::mutex> lock(mutex_);
   Result<std::vector<SliceRecord>> stored = store_->Slices();
   if (!stored.ok()) return stored.status();
+  Result<std::vector<std::string>> exclusive = store_->ExclusiveGpus();
+  if (!exclusive.ok()) return exclusive.status();
+  exclusive_ = std::set<std::string>(exclusive->begin(), exclusive->end());
   slices_ = *stored;
   for (const SliceRecord& record : slices_) {
     unsigned long long number = 0;
@@ -111,6 +114,7 @@ std::vector<GpuRoom> SliceService::RoomsLocked() const {
   std::vector<GpuRoom> rooms;
   for (const GpuState& gpu : gpus_) {
     GpuRoom room{gpu};
+    room.exclusive = exclusive_.count(gpu.uuid) != 0;
     for (const SliceRecord& slice : slices_) {
       if (slice.gpu_uuid != gpu.uuid) continue;
       room.memory_reserved += slice.memory_bytes;
@@ -122,9 +126,31 @@ std::vector<GpuRoom> SliceService::RoomsLocked() const {
   return rooms;
 }
 
+Status SliceService::SetExclusive(const std::string& gpu, bool exclusive) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Result<const GpuState*> named = NamedGpu(gpu);
+  if (!named.ok()) return named.status();
+  if (Status stored = store_->SetExclusive((*named)->uuid, exclusive); !stored.ok()) return stored;
+  if (exclusive) {
+    exclusive_.insert((*named)->uuid);
+  } else {
+    exclusive_.erase((*named)->uuid);
+    PlaceQueuedLocked();
+  }
+  return Status::Ok();
+}
+
 int SliceService::QueueLength() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int>(std::count_if(queue_.begin(), queue_.end(), [](const Queued& q) { return !q.placed; }));
+}
+
+std::optional<CreateRequest> SliceService::QueueHead() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Queued& entry : queue_) {
+    if (!entry.placed) return entry.request;
+  }
+  return std::nullopt;
 }
 
 std::vector<GpuRoom> SliceService::Rooms() const {
@@ -151,6 +177,7 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
     if (!named.ok()) return named.status();
     for (const GpuRoom& room : rooms) {
       if (room.gpu.uuid != (*named)->uuid) continue;
+      if (room.exclusive) return Status::ResourceExhausted("GPU " + *request.gpu + " is in exclusive mode");
       if (Fits(room, request.memory_bytes, share_on(room))) return std::make_pair(room.gpu.uuid, share_on(room));
       return Status::ResourceExhausted("GPU " + *request.gpu + " has " +
                                        FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +

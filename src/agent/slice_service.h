@@ -23,6 +23,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,7 @@ struct ResizeRequest {
 // What is left of a GPU after its slices.
 struct GpuRoom {
   GpuState gpu;
+  bool exclusive = false;  // switched out of sharing: no new placements
   uint64_t memory_reserved = 0;
   uint32_t compute_reserved = 0;
   int slices = 0;
@@ -95,6 +97,10 @@ class SliceService {
   Status Delete(const std::string& id);
   std::vector<GpuRoom> Rooms() const;
   int QueueLength() const;
+  // The exclusive switch: an exclusive GPU takes no new slices (those on it stay). Persisted.
+  Status SetExclusive(const std::string& gpu, bool exclusive);
+  // The oldest request still waiting for room (what preemption makes room for).
+  std::optional<CreateRequest> QueueHead() const;
   // Closes every slice's usage interval at `now_unix_ms` into a usage record (also done for a
   // slice when it is deleted or resized, so every interval is billed at the limits it had).
   Status Account(int64_t now_unix_ms);
@@ -133,6 +139,7 @@ class SliceService {
   uint64_t next_id_ = 1;
   std::deque<Queued> queue_;  // FIFO; in memory: after a restart waiting clients ask again
   uint64_t next_ticket_ = 1;
+  std::set<std::string> exclusive_;  // GPU uuids
 };
 
 }  // namespace fgpu::agent

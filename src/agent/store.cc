@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS usage_records (
   busy_gpu_seconds REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS usage_by_end ON usage_records (end_unix_ms);
+CREATE TABLE IF NOT EXISTS exclusive_gpus (gpu_uuid TEXT PRIMARY KEY);
 )sql";
 
 // A prepared statement, finalized on scope exit.
@@ -171,6 +172,25 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
   }
   if (rc != SQLITE_DONE) return Status::Corrupt(std::string("state database: ") + sqlite3_errmsg(db_));
   return slices;
+}
+
+Status Store::SetExclusive(const std::string& gpu_uuid, bool exclusive) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement change(db_, exclusive ? "INSERT OR IGNORE INTO exclusive_gpus (gpu_uuid) VALUES (?);"
+                                  : "DELETE FROM exclusive_gpus WHERE gpu_uuid = ?;");
+  if (!change.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  BindText(change.get(), 1, gpu_uuid);
+  if (sqlite3_step(change.get()) != SQLITE_DONE) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> Store::ExclusiveGpus() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement select(db_, "SELECT gpu_uuid FROM exclusive_gpus ORDER BY gpu_uuid;");
+  if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  std::vector<std::string> uuids;
+  while (sqlite3_step(select.get()) == SQLITE_ROW) uuids.push_back(Text(select.get(), 0));
+  return uuids;
 }
 
 Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, uint64_t accounted_busy_ns) {

@@ -32,6 +32,9 @@ class Store {
   // NotFound when there is none.
   Status DeleteSlice(const std::string& id);
   Result<std::vector<SliceRecord>> Slices() const;
+  // GPUs switched to exclusive mode (no new shared placements), by UUID.
+  Status SetExclusive(const std::string& gpu_uuid, bool exclusive);
+  Result<std::vector<std::string>> ExclusiveGpus() const;
 
   // Appends `record` and moves the slice's accounted_* fields to its end, in one transaction:
   // an interval is recorded exactly once even if the agent dies at any instruction.

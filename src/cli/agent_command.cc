@@ -9,6 +9,7 @@ CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options) {
       ->capture_default_str();
   agent->add_option("--listen", options->listen, "Also serve the API on loopback TCP, e.g. 127.0.0.1:7070");
   agent->add_option("--socket", options->socket, "Unix socket path (default <state>/agent.sock)");
+  agent->add_option("--config", options->config, "JSON configuration (stop-loss policy; docs/agent.md)");
   agent->add_option("--account-interval", options->account_interval_s, "Seconds between usage records (chargeback)")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
@@ -20,7 +21,8 @@ int RunAgent(const AgentOptions& options) {
   return agent::RunAgent({.state_dir = options.state,
                           .listen = options.listen,
                           .socket = options.socket,
-                          .account_interval_s = options.account_interval_s});
+                          .account_interval_s = options.account_interval_s,
+                          .config = options.config});
 }
 
 }  // namespace fgpu::cli

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <signal.h>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -207,6 +208,60 @@ TEST_F(AgentE2e, FourWorkloadsShareAGpuAndAFifthQueuesUntilOneLeaves) {
   EXPECT_NE(queued.stderr_text.find("waiting in the agent's queue"), std::string::npos) << queued.stderr_text;
   EXPECT_EQ(queued.Event("fill")["allocated_bytes"].get<uint64_t>(), 11 * 64 * kMiB) << "its 1 GiB cap holds";
   EXPECT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), 0u) << "every slice was released";
+}
+
+// fgpu run through the agent, as a RunningProbe (stdout events, stderr text).
+std::unique_ptr<RunningProbe> RunThrough(const std::string& segment, const std::string& config, const std::string& agent,
+                                         const std::vector<std::string>& flags, const std::vector<std::string>& program,
+                                         const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> argv = {FGPU_BIN_PATH, "run", "--agent", agent};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("--");
+  argv.insert(argv.end(), program.begin(), program.end());
+  std::vector<std::string> env = {"ASAN_OPTIONS=verify_asan_link_order=0"};
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  return std::make_unique<RunningProbe>(segment, config, argv, env);
+}
+
+// A workload that turns the interposer off (FGPU_DISABLE=1) allocates past its cap: NVML shows
+// it, the agent attributes it to the slice by its environment and evicts it within ~2 s.
+TEST_F(AgentE2e, ABypassingWorkloadIsDetectedAndEvicted) {
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"stop_loss": {"bypass": "evict", "grace_s": 1}})";
+  StartAgent({"--config", config});
+  auto bypass = RunThrough(segment_, config_, "unix:" + state_ + "/agent.sock", {"--memory", "1GiB"},
+                           {"/usr/bin/env", "FGPU_DISABLE=1", FGPU_PROBE_PATH, "alloc", "--bytes", "2GiB", "--hold-ms", "15000"});
+  ASSERT_TRUE(bypass->WaitForEvent("alloc")) << "the bypassing allocation should succeed";
+  const auto allocated = std::chrono::steady_clock::now();
+  const ProbeResult result = bypass->Wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - allocated).count();
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.stderr_text;
+  EXPECT_LT(seconds, 3.0) << "detected (≤ 2 s) and terminated";
+  const std::string metrics = Call("GET", "/metrics")->body;
+  EXPECT_NE(metrics.find("fgpu_stop_loss_bypasses_total 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("fgpu_stop_loss_evictions_total 1"), std::string::npos);
+  std::filesystem::remove(config);
+}
+
+// A batch-tier slice holds the GPU; a latency-tier request that waits for room preempts it.
+TEST_F(AgentE2e, ALowTierSliceIsEvictedWhenAHigherTierNeedsRoom) {
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"stop_loss": {"grace_s": 1}})";
+  StartAgent({"--config", config});
+  const std::string agent = "unix:" + state_ + "/agent.sock";
+  const std::vector<std::string> hold = {FGPU_PROBE_PATH, "alloc", "--bytes", "1GiB", "--hold-ms", "20000"};
+  auto batch = RunThrough(segment_, config_, agent, {"--memory", "4GiB", "--tier", "batch", "--device", "0"}, hold);
+  auto other_gpu = RunThrough(segment_, config_, agent, {"--memory", "4GiB", "--tier", "latency", "--device", "1"}, hold);
+  ASSERT_TRUE(batch->WaitForEvent("alloc"));
+  ASSERT_TRUE(other_gpu->WaitForEvent("alloc"));
+  auto latency = RunThrough(segment_, config_, agent, {"--memory", "2GiB", "--tier", "latency", "--wait"},
+                            {FGPU_PROBE_PATH, "info"});
+  const ProbeResult placed = latency->Wait();
+  EXPECT_EQ(placed.exit_code, 0) << placed.stderr_text;
+  EXPECT_EQ(batch->Wait().exit_code, 128 + SIGTERM) << "the batch slice was evicted";
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), 1u) << "only the other GPU's slice is left";
+  other_gpu->Kill();
+  std::filesystem::remove(config);
 }
 
 }  // namespace
