@@ -68,6 +68,24 @@ struct DemoOptions {
 CLI::App* AddDemoFlags(CLI::App& root, DemoOptions* options);
 int RunDemo(const DemoOptions& options);
 
+// fgpu simulate --nodes FILE --pods FILE [--policy LIST|all] [--seeds 42-51] [--inflate 1.3]
+//               [--jobs N] [--out DIR] [--format table|json] [--authors FILE] [--ties first|random]
+struct SimulateOptions {
+  std::string nodes;
+  std::string pods;
+  std::string policy = "all";
+  std::string seeds = "42-51";
+  double inflate = 1.3;
+  int jobs = 1;
+  std::string out;
+  std::string format = "table";
+  std::string authors;
+  std::string ties = "first";
+  bool no_progress = false;
+};
+CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options);
+int RunSimulate(const SimulateOptions& options);
+
 // fgpu agent [--state DIR] [--listen 127.0.0.1:PORT] [--socket PATH]
 struct AgentOptions {
   std::string state = "/var/lib/fgpu";

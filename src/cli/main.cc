@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
 
   DemoOptions demo;
   cli.AddLeaf(AddDemoFlags(cli.root(), &demo), [&] { return RunDemo(demo); });
+  SimulateOptions simulate;
+  cli.AddLeaf(AddSimulateFlags(cli.root(), &simulate), [&] { return RunSimulate(simulate); });
   StatusOptions status;
   cli.AddLeaf(AddStatusFlags(cli.root(), &status), [&] { return RunStatus(status); });
   TopOptions top;

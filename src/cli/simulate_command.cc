@@ -1,0 +1,212 @@
+// fgpu simulate: replay a trace through the placement engine under the FGD protocol for each
+// policy × seed, and report unallocated GPU, fragmentation and decision speed (table or JSON,
+// optionally files and a plot under --out). See docs/placement.md.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "simulate/simulate.h"
+
+namespace fgpu::cli {
+
+namespace {
+
+// Redraws a one-line progress bar on stderr while runs are in flight (terminals only).
+class ProgressBar {
+ public:
+  explicit ProgressBar(const simulate::Progress& progress)
+      : progress_(progress), thread_([this] { Draw(); }) {}
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  ~ProgressBar() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+    std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  void Draw() {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return done_; })) {
+      const double total = static_cast<double>(std::max<int64_t>(progress_.pods_total.load(), 1));
+      const double fraction = std::min(1.0, static_cast<double>(progress_.pods_done.load()) / total);
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int filled = static_cast<int>(fraction * 30);
+      std::string bar(static_cast<size_t>(filled), '#');
+      bar.resize(30, '.');
+      const double eta = fraction > 0.01 ? elapsed * (1 - fraction) / fraction : 0;
+      std::fprintf(stderr, "\r[%s] %3.0f%%  %d/%d runs  %.0fs elapsed, ~%.0fs left\033[K", bar.c_str(),
+                   100 * fraction, progress_.runs_done.load(), progress_.runs_total.load(), elapsed, eta);
+      std::fflush(stderr);
+    }
+  }
+
+  const simulate::Progress& progress_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+Status WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::Unavailable("cannot write " + path.string());
+  return Status::Ok();
+}
+
+Status WriteOutputs(const SimulateOptions& options, const std::vector<simulate::PolicySummary>& summaries,
+                    const simulate::ReportInfo& info) {
+  const std::filesystem::path dir(options.out);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return Status::Unavailable("cannot create " + dir.string() + ": " + error.message());
+  const std::string title = "unallocated GPU vs arrived — " + simulate::TraceName(options.pods) + ", seeds " +
+                            simulate::FormatSeeds(info.seeds);
+  for (const auto& [name, text] :
+       {std::pair<const char*, std::string>{"table.txt", simulate::RenderTable(summaries, info)},
+        {"summary.json", simulate::SummaryJson(summaries, info).dump(2) + "\n"},
+        {"curves.csv", simulate::RenderCurvesCsv(summaries)},
+        {"unallocated.svg", simulate::RenderSvgPlot(summaries, title)}}) {
+    Status written = WriteFile(dir / name, text);
+    if (!written.ok()) return written;
+  }
+  std::cerr << "fgpu simulate: wrote table.txt, summary.json, curves.csv and unallocated.svg to "
+            << dir.string() << "\n";
+  return Status::Ok();
+}
+
+struct Loaded {
+  simulate::RunPlan plan;
+  std::optional<simulate::AuthorsResults> authors;
+};
+
+Result<Loaded> ParsePlan(const SimulateOptions& options) {
+  Loaded loaded;
+  Result<std::vector<std::string>> policies = simulate::ParsePolicies(options.policy);
+  if (!policies.ok()) return policies.status();
+  Result<std::vector<uint64_t>> seeds = simulate::ParseSeeds(options.seeds);
+  if (!seeds.ok()) return seeds.status();
+  if (!(options.inflate > 0 && options.inflate <= 10))
+    return Status::InvalidArgument("--inflate must be in (0, 10]");
+  if (options.format != "table" && options.format != "json") {
+    return Status::InvalidArgument("--format must be table or json");
+  }
+  Result<sched::TieBreak> ties = simulate::ParseTieBreak(options.ties);
+  if (!ties.ok()) return ties.status();
+  loaded.plan = {std::move(*policies), std::move(*seeds), options.inflate, std::max(options.jobs, 1), *ties};
+  if (!options.authors.empty()) {
+    Result<simulate::AuthorsResults> authors = simulate::AuthorsResults::Load(options.authors);
+    if (!authors.ok()) return authors.status();
+    loaded.authors = std::move(*authors);
+  }
+  return loaded;
+}
+
+}  // namespace
+
+CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options) {
+  CLI::App* simulate = root.add_subcommand(
+      "simulate",
+      "Replay a GPU cluster trace through placement policies (the FGD protocol) and compare them");
+  simulate->add_option("--nodes", options->nodes, "Node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
+      ->required();
+  simulate
+      ->add_option("--pods", options->pods,
+                   "Pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
+      ->required();
+  simulate->add_option("--policy", options->policy, "Policies, comma-separated, or 'all'")
+      ->capture_default_str();
+  simulate->add_option("--seeds", options->seeds, "Seeds: N, N-M, or a comma-separated mix")
+      ->capture_default_str();
+  simulate
+      ->add_option("--inflate", options->inflate, "Top up arrivals to this multiple of cluster GPU capacity")
+      ->capture_default_str();
+  simulate->add_option("--jobs", options->jobs, "Runs in parallel (one core each)")->capture_default_str();
+  simulate->add_option("--out", options->out,
+                       "Also write table.txt, summary.json, curves.csv, unallocated.svg here");
+  simulate->add_option("--format", options->format, "Standard output: table or json")->capture_default_str();
+  simulate->add_option("--authors", options->authors,
+                       "The FGD authors' analysis_allo_discrete.csv, to show their numbers beside ours");
+  simulate
+      ->add_option(
+          "--ties", options->ties,
+          "Equal best scores: 'first' node of a per-seed random order (the authors' simulator) or 'random'")
+      ->capture_default_str();
+  simulate->add_flag("--no-progress", options->no_progress, "Never draw the progress bar");
+  return simulate;
+}
+
+int RunSimulate(const SimulateOptions& options) {
+  Result<Loaded> loaded = ParsePlan(options);
+  if (!loaded.ok()) {
+    std::cerr << "fgpu simulate: " << loaded.status().message() << "\n";
+    return kExitUsage;
+  }
+  Result<simulate::Scenario> scenario = simulate::Scenario::Load(options.nodes, options.pods);
+  if (!scenario.ok()) {
+    std::cerr << "fgpu simulate: " << scenario.status().message() << "\n";
+    return kExitUsage;
+  }
+  for (const std::string& warning : scenario->pods.warnings)
+    std::cerr << "fgpu simulate: warning: " << warning << "\n";
+  if (scenario->pods.never_fit > 0) {
+    std::cerr << "fgpu simulate: " << scenario->pods.never_fit
+              << " pods can never be placed on this cluster; they arrive and fail\n";
+  }
+
+  simulate::Progress progress;
+  Result<std::vector<simulate::RunResult>> runs = Status::Internal("not run");
+  {
+    std::optional<ProgressBar> bar;
+    if (!options.no_progress && isatty(STDERR_FILENO) == 1) bar.emplace(progress);
+    runs = simulate::RunAll(*scenario, loaded->plan, progress);
+  }
+  if (!runs.ok()) {
+    std::cerr << "fgpu simulate: " << runs.status().message() << "\n";
+    return kExitFailure;
+  }
+  const std::vector<simulate::PolicySummary> summaries = simulate::Summarize(*runs, options.inflate);
+  simulate::ReportInfo info{.nodes_path = options.nodes,
+                            .pods_path = options.pods,
+                            .nodes = scenario->cluster.node_count(),
+                            .gpus = scenario->cluster.total_gpu_milli() / 1000,
+                            .pods = static_cast<int64_t>(scenario->pods.pods.size()),
+                            .never_fit = scenario->pods.never_fit,
+                            .seeds = loaded->plan.seeds,
+                            .inflate = options.inflate,
+                            .authors = loaded->authors ? &*loaded->authors : nullptr};
+  if (options.format == "json") {
+    std::cout << simulate::SummaryJson(summaries, info).dump(2) << "\n";
+  } else {
+    std::cout << simulate::RenderTable(summaries, info);
+  }
+  std::cout << std::flush;
+  if (!options.out.empty()) {
+    Status written = WriteOutputs(options, summaries, info);
+    if (!written.ok()) {
+      std::cerr << "fgpu simulate: " << written.message() << "\n";
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace fgpu::cli
