@@ -14,6 +14,7 @@
 #include "agent/api.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
+#include "agent/sched_placer.h"
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
 #include "agent/store.h"
@@ -89,8 +90,12 @@ int RunAgent(const AgentOptions& options) {
   const std::string compute_dir =
       compute_dir_env != nullptr && *compute_dir_env != '\0' ? compute_dir_env : "/dev/shm/fgpu-compute";
   UsageReader busy(compute_dir);
-  SliceService slices(store->get(), *gpus, options.state_dir + "/slices",
-                      [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); });
+  Result<SchedPlacer> placer = SchedPlacer::Create(options.policy);
+  if (!placer.ok()) return Fail("--policy: " + placer.status().message());
+  SliceService slices(
+      store->get(), *gpus, options.state_dir + "/slices", [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); },
+      [&placer](const std::vector<GpuRoom>& rooms, const std::vector<SliceRecord>& held, uint64_t memory,
+                uint32_t share) { return placer->Choose(rooms, held, memory, share); });
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
 
   Result<StopLossPolicy> policy = LoadStopLossPolicy(options.config);
@@ -111,7 +116,7 @@ int RunAgent(const AgentOptions& options) {
   const std::string socket = options.socket.empty() ? options.state_dir + "/agent.sock" : options.socket;
   if (Status listening = server.ListenUnix(socket, 0666); !listening.ok()) return Fail(listening.message());
   if (Status started = server.Start(); !started.ok()) return Fail(started.message());
-  std::cout << "fgpu agent: " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "
+  std::cout << "fgpu agent: placement policy " << placer->policy() << "; " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "
             << where << "unix:" << socket << std::endl;
 
   // Between signals, release the slices whose workloads have exited and serve the queue.

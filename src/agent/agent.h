@@ -11,6 +11,7 @@ struct AgentOptions {
   std::string listen;     // "127.0.0.1:PORT" (port 0: any); empty: Unix socket only
   std::string socket;     // empty: <state_dir>/agent.sock
   double account_interval_s = 60;  // how often usage records are closed (chargeback)
+  std::string policy = "FGD+";  // placement policy (src/sched)
   std::string config;  // JSON file: {"stop_loss": {"bypass": "evict"|"alert", "grace_s": 5, "min_free": "2GiB"}}
 };
 

@@ -43,8 +43,13 @@ bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
 
 }  // namespace
 
-SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy)
-    : store_(store), busy_(std::move(busy)), gpus_(std::move(gpus)), slices_dir_(std::move(slices_dir)) {}
+SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy,
+                           Placer placer)
+    : store_(store),
+      busy_(std::move(busy)),
+      placer_(std::move(placer)),
+      gpus_(std::move(gpus)),
+      slices_dir_(std::move(slices_dir)) {}
 
 Status SliceService::Account(int64_t now_unix_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -183,6 +188,14 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
                                        FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +
                                        std::to_string(100 - room.compute_reserved) + " % compute left");
     }
+  }
+  if (placer_ && !rooms.empty()) {
+    Result<std::size_t> chosen = placer_(rooms, slices_, request.memory_bytes, share_on(rooms.front()));
+    if (chosen.ok() && *chosen < rooms.size() && Fits(rooms[*chosen], request.memory_bytes, share_on(rooms[*chosen]))) {
+      return std::make_pair(rooms[*chosen].gpu.uuid, share_on(rooms[*chosen]));
+    }
+    if (!chosen.ok() && chosen.status().code() != StatusCode::kResourceExhausted) return chosen.status();
+    // Nothing fits by the engine's model: the best-fit pass below gives the precise refusal.
   }
   const GpuRoom* best = nullptr;
   for (const GpuRoom& room : rooms) {

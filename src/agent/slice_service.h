@@ -2,8 +2,9 @@
 // interposer reads, and the agent's records of them (docs/agent.md).
 //
 // Contract
-// - Create validates the request, places the slice (a named GPU, or the best fit: the GPU with
-//   the least memory left that holds it, so large requests find room later), writes the slice
+// - Create validates the request, places the slice (a named GPU, or the placer's choice — the
+//   placement engine's policy in the agent — else the best fit: the GPU with the least memory
+//   left that holds it), writes the slice
 //   directory and then the record; if the record cannot be written the directory is removed
 //   (nothing half-made survives). A GPU is full when its slices' memory caps would exceed its
 //   memory or their compute shares 100 %: shares are guarantees, never oversubscribed.
@@ -77,7 +78,12 @@ class SliceService {
   // A slice's measured busy counter now (its compute board row), for chargeback.
   using BusyReader = std::function<uint64_t(const SliceRecord&)>;
 
-  SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy = nullptr);
+  // Chooses among the GPUs with room (index into the rooms given); null: best fit by memory.
+  using Placer = std::function<Result<std::size_t>(const std::vector<GpuRoom>&, const std::vector<SliceRecord>&,
+                                                   uint64_t memory, uint32_t share)>;
+
+  SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy = nullptr,
+               Placer placer = nullptr);
 
   Status Restore();
   // InvalidArgument: a malformed request; NotFound: unknown GPU; ResourceExhausted: no room.
@@ -132,6 +138,7 @@ class SliceService {
 
   Store* store_;
   BusyReader busy_;
+  Placer placer_;
   std::vector<GpuState> gpus_;
   std::string slices_dir_;
   mutable std::mutex mutex_;

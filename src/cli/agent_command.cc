@@ -9,6 +9,8 @@ CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options) {
       ->capture_default_str();
   agent->add_option("--listen", options->listen, "Also serve the API on loopback TCP, e.g. 127.0.0.1:7070");
   agent->add_option("--socket", options->socket, "Unix socket path (default <state>/agent.sock)");
+  agent->add_option("--policy", options->policy, "Placement policy (src/sched): FGD+, FGD, BestFit, GpuPacking, ...")
+      ->capture_default_str();
   agent->add_option("--config", options->config, "JSON configuration (stop-loss policy; docs/agent.md)");
   agent->add_option("--account-interval", options->account_interval_s, "Seconds between usage records (chargeback)")
       ->check(CLI::Range(0.1, 86400.0))
@@ -22,6 +24,7 @@ int RunAgent(const AgentOptions& options) {
                           .listen = options.listen,
                           .socket = options.socket,
                           .account_interval_s = options.account_interval_s,
+                          .policy = options.policy,
                           .config = options.config});
 }
 

@@ -92,6 +92,7 @@ struct AgentOptions {
   std::string listen;
   std::string socket;
   double account_interval_s = 60;
+  std::string policy = "FGD+";
   std::string config;
 };
 CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options);

@@ -112,22 +112,29 @@ TEST_F(AgentE2e, AKilledAgentRestartsWithTheSameSlices) {
   CreateSlice(R"({"memory":"2GiB","compute":50,"compute_mode":"cap","tier":"latency","tenant":"b"})");
   const json third = CreateSlice(R"({"memory":"512MiB","tenant":"c"})");
   ASSERT_EQ(Call("PATCH", "/v1/slices/" + third["id"].get<std::string>(), R"({"memory":"768MiB"})")->status, 200);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // a few usage records close
-  const std::string slices_before = Call("GET", "/v1/slices")->body;
-  const int64_t cutoff =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const json usage_before = json::parse(Call("GET", "/v1/usage?by=slice&until=" + std::to_string(cutoff))->body);
+  // Wait until every slice has closed usage records (the agent closes them every 0.2 s).
+  int64_t cutoff = 0;
+  json usage_before;
+  for (int i = 0; i < 100 && usage_before.size() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cutoff = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+    usage_before = json::parse(Call("GET", "/v1/usage?by=slice&until=" + std::to_string(cutoff))->body);
+  }
   ASSERT_EQ(usage_before.size(), 3u) << usage_before.dump();
+  const std::string slices_before = Call("GET", "/v1/slices")->body;
   agent_->Kill();
   agent_->Wait();
   StartAgent({"--account-interval", "0.2"});
   EXPECT_EQ(Call("GET", "/v1/slices")->body, slices_before);
-  // No usage record closed before the kill was lost: the same totals up to the same instant.
+  // No usage record closed before the kill was lost: up to the same instant the totals are at
+  // least what they were (more only by the interval that was open at the kill, closed after the
+  // restart and prorated into the window).
   const json usage_after = json::parse(Call("GET", "/v1/usage?by=slice&until=" + std::to_string(cutoff))->body);
   ASSERT_EQ(usage_after.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
-    EXPECT_NEAR(usage_after[i]["reserved_gpu_seconds"].get<double>(), usage_before[i]["reserved_gpu_seconds"].get<double>(),
-                1e-6);
+    EXPECT_GE(usage_after[i]["reserved_gpu_seconds"].get<double>() + 1e-9,
+              usage_before[i]["reserved_gpu_seconds"].get<double>());
     EXPECT_GE(usage_after[i]["records"].get<int64_t>(), usage_before[i]["records"].get<int64_t>());
   }
   const std::string report = Output(std::string(FGPU_BIN_PATH) + " report --since 1h --by tenant --format csv --agent unix:" +
@@ -164,7 +171,8 @@ TEST_F(AgentE2e, FourWorkloadsShareAGpuAndAFifthQueuesUntilOneLeaves) {
                                           std::vector<std::string>{"ASAN_OPTIONS=verify_asan_link_order=0",
                                                                    "FGPU_COMPUTE_DIR=" + state_ + "/boards"});
   };
-  const std::vector<std::string> spin = {"spin", "--duty", "100", "--seconds", "3", "--kernel-us", "1000"};
+  // Long enough that all four still hold their slices while the fifth asks, on a loaded machine.
+  const std::vector<std::string> spin = {"spin", "--duty", "100", "--seconds", "6", "--kernel-us", "1000"};
   std::vector<std::unique_ptr<RunningProbe>> four;
   for (int i = 0; i < 4; ++i) four.push_back(run({"--memory", "1GiB", "--compute", "25"}, spin));
   // Wait until all four hold their slices, then the fifth cannot fit on GPU 0.
