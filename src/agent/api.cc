@@ -22,6 +22,13 @@ net::HttpResponse Json(int status, const json& body) {
   return response;
 }
 
+net::HttpResponse NoContent() {
+  net::HttpResponse response;
+  response.status = 204;
+  response.content_type.clear();
+  return response;
+}
+
 net::HttpResponse Error(int status, const std::string& message) { return Json(status, json{{"error", message}}); }
 
 int HttpStatusOf(const Status& status) {
@@ -301,10 +308,7 @@ net::HttpResponse Api::Queued(const net::HttpRequest& request, const std::string
   if (request.method == "DELETE") {
     const Status cancelled = slices_->Cancel(ticket);
     if (!cancelled.ok()) return ErrorOf(cancelled);
-    net::HttpResponse response;
-    response.status = 204;
-    response.content_type.clear();
-    return response;
+    return NoContent();
   }
   return Error(405, "use GET or DELETE");
 }
@@ -325,10 +329,7 @@ net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const std::stri
   if (request.method == "DELETE") {
     const Status deleted = slices_->Delete(id);
     if (!deleted.ok()) return ErrorOf(deleted);
-    net::HttpResponse response;
-    response.status = 204;
-    response.content_type.clear();
-    return response;
+    return NoContent();
   }
   return Error(405, "use GET, PATCH or DELETE");
 }

@@ -155,6 +155,18 @@ void ReadRow(const compute::Board& board, uint64_t key, SliceUsage* usage) {
 
 }  // namespace
 
+// The GPU's compute board, mapped once; null while it does not exist (nothing launched there
+// yet). The reader never creates a board.
+const compute::Board* UsageReader::BoardFor(const std::string& gpu_uuid) {
+  std::unique_ptr<compute::Board>& board = cache_->boards[gpu_uuid];
+  std::error_code error;
+  if (board == nullptr && std::filesystem::exists(compute_dir_ + "/" + gpu_uuid, error)) {
+    Result<compute::Board*> opened = compute::Board::Open(compute_dir_, gpu_uuid);
+    if (opened.ok()) board.reset(*opened);
+  }
+  return board.get();
+}
+
 std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::map<std::string, Cache::Ledger> kept;
@@ -172,13 +184,7 @@ std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices
     usage[i].ledger_readable = true;
     usage[i].memory_used = snapshot.used.empty() ? 0 : snapshot.used[0];
     usage[i].processes = static_cast<int>(snapshot.processes.size());
-    std::unique_ptr<compute::Board>& board = cache_->boards[slice.gpu_uuid];
-    std::error_code error;
-    if (board == nullptr && std::filesystem::exists(compute_dir_ + "/" + slice.gpu_uuid, error)) {
-      Result<compute::Board*> opened = compute::Board::Open(compute_dir_, slice.gpu_uuid);
-      if (opened.ok()) board.reset(*opened);
-    }
-    if (board != nullptr) ReadRow(*board, cached->second.board_key, &usage[i]);
+    if (const compute::Board* board = BoardFor(slice.gpu_uuid)) ReadRow(*board, cached->second.board_key, &usage[i]);
     kept.insert(cache_->ledgers.extract(cached));
   }
   cache_->ledgers = std::move(kept);  // slices no longer listed are let go
@@ -187,12 +193,7 @@ std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices
 
 uint64_t UsageReader::BusyNs(const SliceRecord& slice) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::unique_ptr<compute::Board>& board = cache_->boards[slice.gpu_uuid];
-  std::error_code error;
-  if (board == nullptr && std::filesystem::exists(compute_dir_ + "/" + slice.gpu_uuid, error)) {
-    Result<compute::Board*> opened = compute::Board::Open(compute_dir_, slice.gpu_uuid);
-    if (opened.ok()) board.reset(*opened);
-  }
+  const compute::Board* board = BoardFor(slice.gpu_uuid);
   if (board == nullptr) return 0;
   SliceUsage usage;
   ReadRow(*board, BoardKey(slice.dir), &usage);

@@ -13,6 +13,10 @@
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
 
+namespace fgpu::compute {
+class Board;
+}
+
 namespace fgpu::agent {
 
 // One scrape's worth of facts about a slice beyond its record.
@@ -48,6 +52,8 @@ class UsageReader {
 
  private:
   struct Cache;
+  const compute::Board* BoardFor(const std::string& gpu_uuid);  // under mutex_
+
   std::string compute_dir_;
   std::mutex mutex_;
   std::unique_ptr<Cache> cache_;

@@ -58,14 +58,17 @@ std::vector<pid_t> StopLoss::ProcessesOf(const SliceRecord& slice) const {
 }
 
 std::map<int, std::string> StopLoss::Attribute(const std::vector<GpuProcess>& processes,
-                                                const std::vector<SliceRecord>& slices) const {
+                                                const std::vector<SliceRecord>& slices,
+                                                std::map<std::string, uint64_t>* charged) const {
   std::map<std::string, std::string> slice_by_dir;
   for (const SliceRecord& slice : slices) slice_by_dir[slice.dir] = slice.id;
   std::map<int, std::string> owner;
   for (const SliceRecord& slice : slices) {
     Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
     if (!admin.ok()) continue;
-    for (const slice::ProcessUsage& process : admin->Usage().processes) owner[process.pid] = slice.id;
+    const slice::UsageSnapshot usage = admin->Usage();
+    (*charged)[slice.id] = usage.used.empty() ? 0 : usage.used[0];
+    for (const slice::ProcessUsage& process : usage.processes) owner[process.pid] = slice.id;
   }
   for (const GpuProcess& process : processes) {
     if (owner.count(process.pid) != 0) continue;
@@ -157,16 +160,16 @@ void StopLoss::Tick(int64_t now_ms) {
     }
     Result<std::vector<GpuProcess>> processes = nvml_->Processes(gpu.uuid);
     if (!processes.ok()) continue;
-    const std::map<int, std::string> owner = Attribute(*processes, here);
+    std::map<std::string, uint64_t> charged;  // what each slice's ledger holds
+    const std::map<int, std::string> owner = Attribute(*processes, here, &charged);
     std::map<std::string, uint64_t> seen;
     for (const GpuProcess& process : *processes) {
       const auto it = owner.find(process.pid);
       if (it != owner.end()) seen[it->second] += process.used_bytes;
     }
     for (const SliceRecord& slice : here) {
-      Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
-      const uint64_t charged = admin.ok() && !admin->Usage().used.empty() ? admin->Usage().used[0] : 0;
-      counters_.unaccounted_bytes[slice.id] = static_cast<int64_t>(seen[slice.id]) - static_cast<int64_t>(charged);
+      counters_.unaccounted_bytes[slice.id] =
+          static_cast<int64_t>(seen[slice.id]) - static_cast<int64_t>(charged[slice.id]);
       if (seen[slice.id] <= slice.memory_bytes) continue;
       counters_.bypasses++;
       const std::string why = "its processes use " + FormatByteSize(seen[slice.id]) + " on " + gpu.uuid +

@@ -58,9 +58,11 @@ class StopLoss {
     int64_t kill_at_ms = 0;
   };
 
-  // pid -> slice id for the processes on one GPU.
+  // pid -> slice id for the processes on one GPU; `charged`: each slice's ledger charge, read in
+  // the same pass.
   std::map<int, std::string> Attribute(const std::vector<GpuProcess>& processes,
-                                       const std::vector<SliceRecord>& slices) const;
+                                       const std::vector<SliceRecord>& slices,
+                                       std::map<std::string, uint64_t>* charged) const;
   void Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms);
   void FinishEvictions(int64_t now_ms);
   void Preempt(const std::vector<SliceRecord>& slices, int64_t now_ms);
