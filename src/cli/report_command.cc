@@ -60,18 +60,15 @@ int RunReport(const ReportOptions& options) {
     std::cerr << "fgpu report: " << since.status().message() << "\n";
     return kExitUsage;
   }
-  Result<std::optional<net::Endpoint>> agent = FindAgent(options.agent);
-  if (!agent.ok() || !*agent) {
-    std::cerr << "fgpu report: " << (agent.ok() ? std::string("no agent is running") : agent.status().message()) << "\n";
+  Result<net::Endpoint> agent = RunningAgent(options.agent);
+  Result<json> answer = agent.ok() ? GetFromAgent(*agent, "/v1/usage?since=" + std::to_string(*since) + "&by=" +
+                                                              options.by, 30000)
+                                   : Result<json>(agent.status());
+  if (!answer.ok() || !answer->is_array()) {
+    std::cerr << "fgpu report: " << (answer.ok() ? answer->dump() : answer.status().message()) << "\n";
     return kExitFailure;
   }
-  Result<net::HttpResponse> response =
-      net::HttpCall(**agent, "GET", "/v1/usage?since=" + std::to_string(*since) + "&by=" + options.by, "", 30000);
-  const json rows = response.ok() ? json::parse(response->body, nullptr, false) : json();
-  if (!response.ok() || response->status != 200 || !rows.is_array()) {
-    std::cerr << "fgpu report: " << (response.ok() ? response->body : response.status().message()) << "\n";
-    return kExitFailure;
-  }
+  const json& rows = *answer;
   if (options.format == "json") {
     std::cout << rows.dump(2) << "\n";
     return kExitOk;

@@ -23,17 +23,6 @@ constexpr int kCallTimeoutMs = 10000;
 std::atomic<bool> g_interrupted{false};
 void NoteInterrupt(int) { g_interrupted.store(true); }
 
-Result<json> CallJson(const net::Endpoint& agent, const std::string& method, const std::string& path,
-                      const std::string& body, int* status) {
-  Result<net::HttpResponse> response = net::HttpCall(agent, method, path, body, kCallTimeoutMs);
-  if (!response.ok()) return response.status();
-  *status = response->status;
-  if (response->body.empty()) return json::object();
-  json parsed = json::parse(response->body, nullptr, false);
-  if (parsed.is_discarded()) return Status::InvalidArgument("the agent answered something that is not JSON");
-  return parsed;
-}
-
 std::string ErrorText(const json& body) {
   return body.is_object() && body.contains("error") && body["error"].is_string() ? body["error"].get<std::string>()
                                                                                  : body.dump();
@@ -43,7 +32,7 @@ std::string ErrorText(const json& body) {
 Result<uint64_t> MemoryBytes(const RunOptions& options, const net::Endpoint& agent) {
   if (options.memory.empty() || options.memory.back() != '%') return ParseByteSize(options.memory);
   int status = 0;
-  Result<json> gpus = CallJson(agent, "GET", "/v1/gpus", "", &status);
+  Result<json> gpus = CallAgent(agent, "GET", "/v1/gpus", "", &status);
   if (!gpus.ok()) return gpus.status();
   if (status != 200 || !gpus->is_array() || gpus->empty()) return Status::Unavailable("the agent lists no GPU");
   uint64_t total = (*gpus)[0]["memory_total"].get<uint64_t>();
@@ -77,7 +66,7 @@ Result<json> WaitInQueue(const net::Endpoint& agent, const std::string& ticket, 
   while (!g_interrupted.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     int status = 0;
-    Result<json> answer = CallJson(agent, "GET", "/v1/queue/" + ticket, "", &status);
+    Result<json> answer = CallAgent(agent, "GET", "/v1/queue/" + ticket, "", &status);
     if (!answer.ok()) return answer.status();
     if (status == 201) return *answer;
     if (status != 200) return Status::Unavailable("the agent lost the queued request: " + ErrorText(*answer));
@@ -86,11 +75,40 @@ Result<json> WaitInQueue(const net::Endpoint& agent, const std::string& ticket, 
     position = now;
   }
   int ignored = 0;
-  (void)CallJson(agent, "DELETE", "/v1/queue/" + ticket, "", &ignored);
+  (void)CallAgent(agent, "DELETE", "/v1/queue/" + ticket, "", &ignored);
   return Status::Unavailable("interrupted while waiting");
 }
 
 }  // namespace
+
+Result<json> CallAgent(const net::Endpoint& agent, const std::string& method, const std::string& path,
+                       const std::string& body, int* status, int timeout_ms) {
+  Result<net::HttpResponse> response = net::HttpCall(agent, method, path, body, timeout_ms);
+  if (!response.ok()) return response.status();
+  *status = response->status;
+  if (response->body.empty()) return json::object();
+  json parsed = json::parse(response->body, nullptr, false);
+  if (parsed.is_discarded()) return Status::InvalidArgument("the agent answered something that is not JSON");
+  return parsed;
+}
+
+Result<json> GetFromAgent(const net::Endpoint& agent, const std::string& path, int timeout_ms) {
+  int status = 0;
+  Result<json> body = CallAgent(agent, "GET", path, "", &status, timeout_ms);
+  if (!body.ok()) return body.status();
+  if (status != 200) return Status::Unavailable("the agent answered " + std::to_string(status) + " to " + path);
+  return body;
+}
+
+Result<net::Endpoint> RunningAgent(const std::string& flag) {
+  Result<std::optional<net::Endpoint>> agent = FindAgent(flag);
+  if (!agent.ok()) return agent.status();
+  if (!*agent) {
+    return Status::Unavailable(std::string("no agent is running (looked for $FGPU_AGENT and ") + kDefaultAgentSocket +
+                               "); start one with `fgpu agent` or name it with --agent");
+  }
+  return **agent;
+}
 
 Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag) {
   const char* from_env = std::getenv("FGPU_AGENT");
@@ -124,7 +142,7 @@ int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
     return kExitFailure;
   }
   int status = 0;
-  Result<json> answer = CallJson(agent, "POST", "/v1/slices", request->dump(), &status);
+  Result<json> answer = CallAgent(agent, "POST", "/v1/slices", request->dump(), &status);
   if (!answer.ok()) {
     std::cerr << "fgpu run: the agent at " << net::ToString(agent) << ": " << answer.status().message() << "\n";
     return kExitFailure;
@@ -147,7 +165,7 @@ int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
   const int exit_code = RunWorkload(
       options.command, WorkloadEnvironment(*hook, std::getenv("LD_PRELOAD"), slice["dir"], slice["gpu"]));
   int deleted = 0;
-  if (!CallJson(agent, "DELETE", "/v1/slices/" + id, "", &deleted).ok() || deleted != 204) {
+  if (!CallAgent(agent, "DELETE", "/v1/slices/" + id, "", &deleted).ok() || deleted != 204) {
     std::cerr << "fgpu run: could not release slice " << id << " (the agent releases it once every process exits)\n";
   }
   return exit_code;

@@ -12,31 +12,8 @@
 #include "cli/run_agent.h"
 
 namespace fgpu::cli {
-namespace {
 
 using nlohmann::json;
-
-Result<json> Get(const net::Endpoint& agent, const std::string& path) {
-  Result<net::HttpResponse> response = net::HttpCall(agent, "GET", path, "", 10000);
-  if (!response.ok()) return response.status();
-  json body = json::parse(response->body, nullptr, false);
-  if (response->status != 200 || body.is_discarded()) {
-    return Status::Unavailable("the agent answered " + std::to_string(response->status) + " to " + path);
-  }
-  return body;
-}
-
-Result<net::Endpoint> Agent(const std::string& flag) {
-  Result<std::optional<net::Endpoint>> agent = FindAgent(flag);
-  if (!agent.ok()) return agent.status();
-  if (!*agent) {
-    return Status::Unavailable(std::string("no agent is running (looked for $FGPU_AGENT and ") + kDefaultAgentSocket +
-                               "); start one with `fgpu agent` or name it with --agent");
-  }
-  return **agent;
-}
-
-}  // namespace
 
 CLI::App* AddStatusFlags(CLI::App& root, StatusOptions* options) {
   CLI::App* status = root.add_subcommand("status", "Show the agent's GPUs and slices: caps, usage, shares, tiers");
@@ -45,9 +22,9 @@ CLI::App* AddStatusFlags(CLI::App& root, StatusOptions* options) {
 }
 
 int RunStatus(const StatusOptions& options) {
-  Result<net::Endpoint> agent = Agent(options.agent);
-  Result<json> gpus = agent.ok() ? Get(*agent, "/v1/gpus") : Result<json>(agent.status());
-  Result<json> slices = gpus.ok() ? Get(*agent, "/v1/slices?usage=1") : Result<json>(gpus.status());
+  Result<net::Endpoint> agent = RunningAgent(options.agent);
+  Result<json> gpus = agent.ok() ? GetFromAgent(*agent, "/v1/gpus") : Result<json>(agent.status());
+  Result<json> slices = gpus.ok() ? GetFromAgent(*agent, "/v1/slices?usage=1") : Result<json>(gpus.status());
   if (!slices.ok()) {
     std::cerr << "fgpu status: " << slices.status().message() << "\n";
     return kExitFailure;
@@ -65,7 +42,7 @@ CLI::App* AddTopFlags(CLI::App& root, TopOptions* options) {
 }
 
 int RunTop(const TopOptions& options) {
-  Result<net::Endpoint> agent = Agent(options.agent);
+  Result<net::Endpoint> agent = RunningAgent(options.agent);
   if (!agent.ok()) {
     std::cerr << "fgpu top: " << agent.status().message() << "\n";
     return kExitFailure;
@@ -73,8 +50,8 @@ int RunTop(const TopOptions& options) {
   std::map<std::string, double> busy_before;
   auto before = std::chrono::steady_clock::now();
   for (int shown = 0; options.count == 0 || shown < options.count; ++shown) {
-    Result<json> gpus = Get(*agent, "/v1/gpus");
-    Result<json> slices = gpus.ok() ? Get(*agent, "/v1/slices?usage=1") : Result<json>(gpus.status());
+    Result<json> gpus = GetFromAgent(*agent, "/v1/gpus");
+    Result<json> slices = gpus.ok() ? GetFromAgent(*agent, "/v1/slices?usage=1") : Result<json>(gpus.status());
     if (!slices.ok()) {
       std::cerr << "fgpu top: " << slices.status().message() << "\n";
       return kExitFailure;
