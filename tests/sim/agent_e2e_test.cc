@@ -147,6 +147,30 @@ TEST_F(AgentE2e, AKilledAgentRestartsWithTheSameSlices) {
   EXPECT_EQ(fill.Event("fill")["allocated_bytes"].get<uint64_t>(), 7 * 64 * kMiB);  // (768 - 300) / 64
 }
 
+// A malformed configuration or an unknown policy stops the agent at start with the reason.
+TEST_F(AgentE2e, BadStartupSettingsAreClearErrors) {
+  const std::string config = state_ + "-bad.json";
+  const auto start = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = {FGPU_BIN_PATH, "agent", "--state", state_};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return RunningProbe(segment_, config_, argv, {"ASAN_OPTIONS=verify_asan_link_order=0"}).Wait();
+  };
+  for (const char* text : {"{not json", R"({"stop_loss": {"bypass": "shrug"}})", R"({"stop_loss": {"grace_s": -1}})",
+                           R"({"stop_loss": {"min_free": "lots"}})", R"({"stop_loss": 7})"}) {
+    std::ofstream(config) << text;
+    const ProbeResult result = start({"--config", config});
+    EXPECT_EQ(result.exit_code, 1) << text;
+    EXPECT_NE(result.stderr_text.find("fgpu agent: " + config), std::string::npos) << result.stderr_text;
+  }
+  const ProbeResult missing = start({"--config", config + ".missing"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.stderr_text.find("cannot read the configuration"), std::string::npos) << missing.stderr_text;
+  const ProbeResult policy = start({"--policy", "fastest"});
+  EXPECT_EQ(policy.exit_code, 1);
+  EXPECT_NE(policy.stderr_text.find("--policy"), std::string::npos) << policy.stderr_text;
+  std::filesystem::remove(config);
+}
+
 TEST_F(AgentE2e, BadRequestsThroughTheRealServer) {
   StartAgent();
   EXPECT_EQ(Call("POST", "/v1/slices", "{oops")->status, 400);
