@@ -102,6 +102,7 @@ int RunAgent(const AgentOptions& options) {
   if (!policy.ok()) return Fail(policy.status().message());
   StopLoss stop_loss(&slices, *nvml, *policy);
   Api api(&slices, *nvml, compute_dir);
+  api.SetWorkloadEnvironment({options.workload_preload, options.workload_env});
   api.SetStopLoss(&stop_loss);
   net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, {});
   std::string where;

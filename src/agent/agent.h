@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fgpu::agent {
 
@@ -13,6 +15,10 @@ struct AgentOptions {
   double account_interval_s = 60;  // how often usage records are closed (chargeback)
   std::string policy = "FGD+";  // placement policy (src/sched)
   std::string config;  // JSON file: {"stop_loss": {"bypass": "evict"|"alert", "grace_s": 5, "min_free": "2GiB"}}
+  // What each slice's "env" names besides FGPU_SLICE and CUDA_VISIBLE_DEVICES (api.h
+  // WorkloadEnvironment): the interposer, and the simulator's variables when simulated.
+  std::string workload_preload;
+  std::vector<std::pair<std::string, std::string>> workload_env;
 };
 
 // Returns the process exit code: 0 after a clean stop, 1 when it could not start (the reason

@@ -42,7 +42,12 @@ int HttpStatusOf(const Status& status) {
 
 net::HttpResponse ErrorOf(const Status& status) { return Error(HttpStatusOf(status), status.message()); }
 
-json ToJson(const SliceRecord& slice) {
+json ToJson(const SliceRecord& slice, const WorkloadEnvironment& workload) {
+  json env = json::object();
+  for (const auto& [name, value] : workload.extra) env[name] = value;
+  if (!workload.preload.empty()) env["LD_PRELOAD"] = workload.preload;
+  env["FGPU_SLICE"] = slice.dir;
+  env["CUDA_VISIBLE_DEVICES"] = slice.gpu_uuid;
   return json{{"id", slice.id},
               {"gpu", slice.gpu_uuid},
               {"memory_bytes", slice.memory_bytes},
@@ -50,11 +55,15 @@ json ToJson(const SliceRecord& slice) {
               {"compute_mode", slice::ToString(slice.compute_mode)},
               {"tier", slice::ToString(slice.tier)},
               {"tenant", slice.tenant},
+              {"job", slice.labels.job},
+              {"user", slice.labels.user},
+              {"account", slice.labels.account},
               {"owner_uid", slice.owner_uid},
               {"owner_pid", slice.owner_pid},
               {"release_on_exit", slice.release_on_exit},
               {"dir", slice.dir},
-              {"created_unix_ms", slice.created_unix_ms}};
+              {"created_unix_ms", slice.created_unix_ms},
+              {"env", std::move(env)}};
 }
 
 // "10GiB", "512MiB" or a number of bytes.
@@ -137,12 +146,21 @@ Result<CreateRequest> ParseCreate(const json& body) {
     if (!body[name].is_boolean()) return Status::InvalidArgument(std::string(name) + " must be true or false");
     (std::string(name) == "wait" ? request.wait : request.release_on_exit) = body[name].get<bool>();
   }
-  for (const char* name : {"tenant", "gpu"}) {
+  const std::pair<const char*, std::string*> texts[] = {{"tenant", &request.tenant},
+                                                       {"job", &request.labels.job},
+                                                       {"user", &request.labels.user},
+                                                       {"account", &request.labels.account}};
+  for (const auto& [name, field] : texts) {
     if (!body.contains(name)) continue;
     Result<std::string> text = StringField(body[name], name);
     if (!text.ok()) return text.status();
-    if (std::string(name) == "tenant") request.tenant = *text;
-    else request.gpu = *text;
+    if (text->empty()) return Status::InvalidArgument(std::string(name) + " must not be empty (leave it out instead)");
+    *field = *text;
+  }
+  if (body.contains("gpu")) {
+    Result<std::string> gpu = StringField(body["gpu"], "gpu");
+    if (!gpu.ok()) return gpu.status();
+    request.gpu = *gpu;
   }
   return request;
 }
@@ -194,7 +212,7 @@ net::HttpResponse Api::Metrics() {
   return response;
 }
 
-// ?since=<unix ms>&until=<unix ms>&by=tenant|slice (defaults: everything, now, tenant). Read-only:
+// ?since=<unix ms>&until=<unix ms>&by=tenant|slice|account|user|job (defaults: everything, now, tenant). Read-only:
 // the closed records, so up to one accounting interval behind (dashboards poll this).
 net::HttpResponse Api::Usage(const net::HttpRequest& request) {
   std::map<std::string, std::string> query;
@@ -274,7 +292,7 @@ net::HttpResponse Api::ListSlices(const net::HttpRequest& request) {
   const std::vector<SliceUsage> usage = with_usage ? usage_.Read(records) : std::vector<SliceUsage>();
   json slices = json::array();
   for (std::size_t i = 0; i < records.size(); ++i) {
-    json slice = ToJson(records[i]);
+    json slice = ToJson(records[i], workload_);
     if (with_usage) {
       slice["memory_used_bytes"] = usage[i].memory_used;
       slice["processes"] = usage[i].processes;
@@ -288,13 +306,14 @@ net::HttpResponse Api::ListSlices(const net::HttpRequest& request) {
 
 net::HttpResponse Api::CreateSlice(const net::HttpRequest& request) {
   Result<json> body =
-      ObjectBody(request, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu", "release_on_exit", "wait"});
+      ObjectBody(request, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu", "release_on_exit", "wait", "job",
+                           "user", "account"});
   if (!body.ok()) return ErrorOf(body.status());
   Result<CreateRequest> create = ParseCreate(*body);
   if (!create.ok()) return ErrorOf(create.status());
   Result<QueueStatus> outcome = slices_->CreateOrQueue(*create, request.peer);
   if (!outcome.ok()) return ErrorOf(outcome.status());
-  if (outcome->slice) return Json(201, ToJson(*outcome->slice));
+  if (outcome->slice) return Json(201, ToJson(*outcome->slice, workload_));
   return Json(202, json{{"ticket", outcome->ticket}, {"position", outcome->position}});
 }
 
@@ -302,7 +321,7 @@ net::HttpResponse Api::Queued(const net::HttpRequest& request, const std::string
   if (request.method == "GET") {
     Result<QueueStatus> status = slices_->Poll(ticket);
     if (!status.ok()) return ErrorOf(status.status());
-    if (status->slice) return Json(201, ToJson(*status->slice));
+    if (status->slice) return Json(201, ToJson(*status->slice, workload_));
     return Json(200, json{{"ticket", ticket}, {"position", status->position}});
   }
   if (request.method == "DELETE") {
@@ -316,7 +335,7 @@ net::HttpResponse Api::Queued(const net::HttpRequest& request, const std::string
 net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const std::string& id) {
   if (request.method == "GET") {
     Result<SliceRecord> slice = slices_->Get(id);
-    return slice.ok() ? Json(200, ToJson(*slice)) : ErrorOf(slice.status());
+    return slice.ok() ? Json(200, ToJson(*slice, workload_)) : ErrorOf(slice.status());
   }
   if (request.method == "PATCH") {
     Result<json> body = ObjectBody(request, {"memory", "compute", "compute_mode", "tier"});
@@ -324,7 +343,7 @@ net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const std::stri
     Result<ResizeRequest> resize = ParseLimits(*body);
     if (!resize.ok()) return ErrorOf(resize.status());
     Result<SliceRecord> slice = slices_->Resize(id, *resize);
-    return slice.ok() ? Json(200, ToJson(*slice)) : ErrorOf(slice.status());
+    return slice.ok() ? Json(200, ToJson(*slice, workload_)) : ErrorOf(slice.status());
   }
   if (request.method == "DELETE") {
     const Status deleted = slices_->Delete(id);

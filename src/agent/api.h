@@ -2,14 +2,16 @@
 //
 //   GET    / and /dashboard       the dashboard: an HTML page over this API (docs/agent.md "Dashboard")
 //   GET    /metrics               Prometheus text (docs/agent.md "Metrics")
-//   GET    /v1/usage?since=&until=&by=tenant|slice   chargeback totals (Unix ms; prorated)
+//   GET    /v1/usage?since=&until=&by=tenant|slice|account|user|job   chargeback totals (Unix ms; prorated)
 //   GET    /v1/health             {"status":"ok","gpus":N,"slices":M}
 //   GET    /v1/gpus               GPUs with what their slices reserve
 //   PUT    /v1/gpus/{gpu}         {"exclusive": true|false}: no new shared placements on it
 //   GET    /v1/slices[?usage=1]   every slice [with memory used, processes, busy seconds]
 //   POST   /v1/slices             {"memory":"10GiB"|bytes,"compute":30,"compute_mode":"share",
 //                                  "tier":"standard","tenant":"team-a","gpu":"0",
-//                                  "release_on_exit":false,"wait":false} → 201 slice, or with
+//                                  "release_on_exit":false,"wait":false,
+//                                  "job":"1234.0","user":"alice","account":"physics"} → 201
+//                                  slice (with "env": what its workloads need), or with
 //                                  "wait" and no room 202 {"ticket","position"}
 //   GET    /v1/queue/{ticket}     200 {"ticket","position"} while queued; 201 slice once placed
 //   DELETE /v1/queue/{ticket}     → 204 (gives up the place, or the slice made for it)
@@ -23,6 +25,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
@@ -31,6 +35,15 @@
 #include "net/http_message.h"
 
 namespace fgpu::agent {
+
+// What a slice's workloads need besides FGPU_SLICE and CUDA_VISIBLE_DEVICES=<uuid>: the
+// interposer to preload and, under the simulator, the variables that reach the simulated GPUs.
+// Each slice's JSON carries the whole set as "env", so a launcher other than `fgpu run` (the
+// Slurm plugin) starts workloads exactly as fgpu run does.
+struct WorkloadEnvironment {
+  std::string preload;  // libfgpu.so; empty: unknown (the launcher must find it)
+  std::vector<std::pair<std::string, std::string>> extra;
+};
 
 class Api {
  public:
@@ -42,6 +55,7 @@ class Api {
   net::HttpResponse Handle(const net::HttpRequest& request);
   // Stop-loss counters for /metrics (none when unset).
   void SetStopLoss(const StopLoss* stop_loss) { stop_loss_ = stop_loss; }
+  void SetWorkloadEnvironment(WorkloadEnvironment workload) { workload_ = std::move(workload); }
 
  private:
   net::HttpResponse Health();
@@ -59,6 +73,7 @@ class Api {
   std::shared_ptr<NvmlClient> nvml_;
   UsageReader usage_;
   const StopLoss* stop_loss_ = nullptr;
+  WorkloadEnvironment workload_;
 };
 
 }  // namespace fgpu::agent

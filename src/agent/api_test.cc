@@ -113,6 +113,10 @@ TEST_F(ApiTest, BadRequestsGetFourHundredsWithAMessage) {
       {"POST", "/v1/slices", R"({"memory":"1GiB","tier":"vip"})", 400},
       {"POST", "/v1/slices", R"({"memory":"1GiB","tenant":"bad tenant!"})", 400},
       {"POST", "/v1/slices", R"({"memory":"1GiB","colour":"red"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","job":"12 34"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","user":42})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","account":"a/b"})", 400},
+      {"POST", "/v1/slices", R"({"memory":"1GiB","account":""})", 400},
       {"POST", "/v1/slices", R"({"memory":"1GiB","gpu":"7"})", 404},
       {"POST", "/v1/slices", R"({"memory":"1GiB","gpu":"GPU-nope"})", 404},
       {"POST", "/v1/slices", R"({"memory":"81GiB"})", 409},
@@ -297,6 +301,37 @@ TEST_F(ApiTest, UsageIsBilledPerIntervalAtTheLimitsThenInForce) {
   EXPECT_EQ(json::parse(report.body)[0]["key"], slice["id"]);
   EXPECT_EQ(Call("GET", "/v1/usage?since=yesterday").status, 400);
   EXPECT_EQ(Call("GET", "/v1/usage?by=colour").status, 400);
+}
+
+// A batch system's job (Slurm: the plugin sends job, user and account) is kept on the slice and
+// on every usage record, so chargeback can bill accounts; the slice's "env" is what a launcher
+// puts in the workload's environment.
+TEST_F(ApiTest, JobLabelsReachUsageRecordsAndTheSliceNamesItsWorkloadEnvironment) {
+  api_->SetWorkloadEnvironment({"/opt/fgpu/lib/fgpu/libfgpu.so", {{"FGPU_SIM_SEGMENT", "/fgpu-node1"}}});
+  const net::HttpResponse created = Call(
+      "POST", "/v1/slices",
+      R"({"memory":"8GiB","compute":25,"tenant":"physics","gpu":"1","job":"1234.batch","user":"alice@lab","account":"physics"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const json slice = json::parse(created.body);
+  EXPECT_EQ(slice["job"], "1234.batch");
+  EXPECT_EQ(slice["user"], "alice@lab");
+  EXPECT_EQ(slice["account"], "physics");
+  EXPECT_EQ(slice["env"], (json{{"LD_PRELOAD", "/opt/fgpu/lib/fgpu/libfgpu.so"},
+                                {"FGPU_SIM_SEGMENT", "/fgpu-node1"},
+                                {"FGPU_SLICE", slice["dir"]},
+                                {"CUDA_VISIBLE_DEVICES", "GPU-bbbb"}}));
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"8GiB","compute":25,"tenant":"physics"})").status, 201);
+  const int64_t created_ms = slice["created_unix_ms"];
+  ASSERT_TRUE(service_->Account(created_ms + 3'600'000).ok());
+  Boot();  // the labels are in the state database, not only in memory
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices/" + slice["id"].get<std::string>()).body)["account"], "physics");
+  const std::string until = "&until=" + std::to_string(created_ms + 3'600'000);
+  const json accounts = json::parse(Call("GET", "/v1/usage?by=account" + until).body);
+  ASSERT_EQ(accounts.size(), 2u) << accounts;
+  EXPECT_EQ(accounts[1]["key"], "physics");
+  EXPECT_NEAR(accounts[1]["reserved_gpu_seconds"].get<double>(), 900, 1);
+  EXPECT_EQ(json::parse(Call("GET", "/v1/usage?by=user" + until).body)[1]["key"], "alice@lab");
+  EXPECT_EQ(json::parse(Call("GET", "/v1/usage?by=job" + until).body)[1]["key"], "1234.batch");
 }
 
 }  // namespace

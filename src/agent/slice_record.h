@@ -11,6 +11,16 @@
 
 namespace fgpu::agent {
 
+// Whose work a slice holds in a batch system (Slurm: job "1234.0", user "alice", account
+// "physics"), so chargeback can bill by them; empty when the creator named none.
+struct JobLabels {
+  std::string job;
+  std::string user;
+  std::string account;
+
+  bool operator==(const JobLabels&) const = default;
+};
+
 struct SliceRecord {
   std::string id;
   std::string gpu_uuid;
@@ -19,6 +29,7 @@ struct SliceRecord {
   slice::ComputeMode compute_mode = slice::ComputeMode::kShare;
   slice::Tier tier = slice::Tier::kStandard;
   std::string tenant;
+  JobLabels labels;
   int64_t owner_uid = -1;  // who created it (SO_PEERCRED over the Unix socket; -1 over TCP)
   int64_t owner_pid = -1;
   uint64_t owner_start_time = 0;  // /proc/<pid>/stat field 22: the owner's reuse-proof identity
@@ -46,9 +57,10 @@ struct UsageRecord {
   double reserved_gpu_seconds = 0;  // wall time × share
   double memory_gib_hours = 0;      // cap × wall time
   double busy_gpu_seconds = 0;      // measured GPU occupancy
+  JobLabels labels;                 // the slice's, copied: records outlive their slice
 };
 
-// Usage summed over records, by tenant or by slice, prorated to a time window.
+// Usage summed over records, by tenant, slice, account, user or job, prorated to a time window.
 struct UsageTotal {
   std::string key;
   double reserved_gpu_seconds = 0;

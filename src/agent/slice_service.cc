@@ -27,14 +27,27 @@ slice::SliceSpec SpecOf(const SliceRecord& record) {
   return spec;
 }
 
-bool ValidTenant(const std::string& tenant) {
-  if (tenant.empty() || tenant.size() > 63) return false;
-  for (char c : tenant) {
+// Names that go into records, reports and metric labels: 1-63 of [A-Za-z0-9._-] (and, for a
+// job's user or account, '@' and '+', which sites use in directory-service names).
+bool ValidName(const std::string& name, bool allow_at_plus = false) {
+  if (name.empty() || name.size() > 63) return false;
+  for (char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                    c == '_' || c == '.';
+                    c == '_' || c == '.' || (allow_at_plus && (c == '@' || c == '+'));
     if (!ok) return false;
   }
   return true;
+}
+
+Status ValidateLabels(const JobLabels& labels) {
+  if (!labels.job.empty() && !ValidName(labels.job)) return Status::InvalidArgument("job must be 1-63 of [A-Za-z0-9._-]");
+  if (!labels.user.empty() && !ValidName(labels.user, true)) {
+    return Status::InvalidArgument("user must be 1-63 of [A-Za-z0-9._@+-]");
+  }
+  if (!labels.account.empty() && !ValidName(labels.account, true)) {
+    return Status::InvalidArgument("account must be 1-63 of [A-Za-z0-9._@+-]");
+  }
+  return Status::Ok();
 }
 
 bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
@@ -73,7 +86,8 @@ Status SliceService::AccountLocked(SliceRecord& slice, int64_t now_unix_ms) {
                      now_unix_ms,
                      seconds * slice.compute_share / 100.0,
                      static_cast<double>(slice.memory_bytes) / static_cast<double>(uint64_t{1} << 30) * seconds / 3600.0,
-                     static_cast<double>(busy) / 1e9};
+                     static_cast<double>(busy) / 1e9,
+                     slice.labels};
   if (Status status = store_->CloseUsage(record, now_unix_ms, busy_now); !status.ok()) return status;
   slice.accounted_until_ms = now_unix_ms;
   slice.accounted_busy_ns = busy_now;
@@ -227,7 +241,8 @@ Status SliceService::Validate(const CreateRequest& request, const net::Peer& pee
   if (request.compute_share && (*request.compute_share < 1 || *request.compute_share > 100)) {
     return Status::InvalidArgument("compute must be 1..100 (percent of one GPU)");
   }
-  if (!ValidTenant(request.tenant)) return Status::InvalidArgument("tenant must be 1-63 of [A-Za-z0-9._-]");
+  if (!ValidName(request.tenant)) return Status::InvalidArgument("tenant must be 1-63 of [A-Za-z0-9._-]");
+  if (Status labels = ValidateLabels(request.labels); !labels.ok()) return labels;
   if ((request.release_on_exit || request.wait) && (!peer.unix_socket || peer.pid <= 0)) {
     return Status::InvalidArgument("release on exit and waiting need the Unix socket, where the agent knows who asks");
   }
@@ -253,6 +268,7 @@ Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, con
   record.compute_mode = request.compute_mode;
   record.tier = request.tier;
   record.tenant = request.tenant;
+  record.labels = request.labels;
   record.owner_uid = peer.unix_socket ? static_cast<int64_t>(peer.uid) : -1;
   record.owner_pid = peer.unix_socket ? static_cast<int64_t>(peer.pid) : -1;
   record.owner_start_time = owner_start_time;

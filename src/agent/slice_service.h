@@ -46,6 +46,7 @@ struct CreateRequest {
   slice::ComputeMode compute_mode = slice::ComputeMode::kShare;
   slice::Tier tier = slice::Tier::kStandard;
   std::string tenant = "default";
+  JobLabels labels;
   bool release_on_exit = false;  // needs a Unix-socket peer (the kernel names the owner)
   bool wait = false;             // no room: queue (FIFO) instead of refusing
 };

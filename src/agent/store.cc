@@ -5,7 +5,9 @@
 namespace fgpu::agent {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 1: slices, usage_records, exclusive_gpus. 2: job, user_name and account on slices and usage
+// records (batch-system jobs, docs/slurm.md); a version-1 database is migrated at open.
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS slices (
@@ -23,7 +25,10 @@ CREATE TABLE IF NOT EXISTS slices (
   dir TEXT NOT NULL,
   created_unix_ms INTEGER NOT NULL,
   accounted_until_ms INTEGER NOT NULL,
-  accounted_busy_ns INTEGER NOT NULL
+  accounted_busy_ns INTEGER NOT NULL,
+  job TEXT NOT NULL DEFAULT '',
+  user_name TEXT NOT NULL DEFAULT '',
+  account TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS usage_records (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -34,10 +39,26 @@ CREATE TABLE IF NOT EXISTS usage_records (
   end_unix_ms INTEGER NOT NULL,
   reserved_gpu_seconds REAL NOT NULL,
   memory_gib_hours REAL NOT NULL,
-  busy_gpu_seconds REAL NOT NULL
+  busy_gpu_seconds REAL NOT NULL,
+  job TEXT NOT NULL DEFAULT '',
+  user_name TEXT NOT NULL DEFAULT '',
+  account TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS usage_by_end ON usage_records (end_unix_ms);
 CREATE TABLE IF NOT EXISTS exclusive_gpus (gpu_uuid TEXT PRIMARY KEY);
+)sql";
+
+// Version 1 → 2, in one transaction: every existing slice and record keeps its rows, with no job.
+constexpr const char* kMigrateFrom1 = R"sql(
+BEGIN IMMEDIATE;
+ALTER TABLE slices ADD COLUMN job TEXT NOT NULL DEFAULT '';
+ALTER TABLE slices ADD COLUMN user_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE slices ADD COLUMN account TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_records ADD COLUMN job TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_records ADD COLUMN user_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE usage_records ADD COLUMN account TEXT NOT NULL DEFAULT '';
+PRAGMA user_version=2;
+COMMIT;
 )sql";
 
 // A prepared statement, finalized on scope exit.
@@ -63,6 +84,23 @@ void BindText(sqlite3_stmt* statement, int index, const std::string& text) {
   sqlite3_bind_text(statement, index, text.c_str(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
 }
 
+// job, user_name, account at `first`, `first` + 1, `first` + 2.
+void BindLabels(sqlite3_stmt* statement, int first, const JobLabels& labels) {
+  BindText(statement, first, labels.job);
+  BindText(statement, first + 1, labels.user);
+  BindText(statement, first + 2, labels.account);
+}
+
+// The column a usage total groups by.
+Result<std::string> GroupColumn(const std::string& by) {
+  if (by == "tenant") return std::string("tenant");
+  if (by == "slice") return std::string("slice_id");
+  if (by == "account") return std::string("account");
+  if (by == "user") return std::string("user_name");
+  if (by == "job") return std::string("job");
+  return Status::InvalidArgument("group by tenant, slice, account, user or job, not '" + by + "'");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
@@ -84,6 +122,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   if (found > kSchemaVersion) {
     return Status::VersionMismatch(path + " was written by a newer fgpu (schema " + std::to_string(found) + ", this is " +
                                    std::to_string(kSchemaVersion) + ")");
+  }
+  if (found == 1) {
+    if (Status status = store->Exec(kMigrateFrom1); !status.ok()) {
+      (void)store->Exec("ROLLBACK;");
+      return Status::Internal("cannot migrate " + path + " to schema 2: " + status.message());
+    }
   }
   if (Status status = store->Exec(kSchema); !status.ok()) return status;
   if (Status status = store->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion) + ";"); !status.ok()) {
@@ -107,7 +151,7 @@ Status Store::PutSlice(const SliceRecord& slice) {
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
                    "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, "
-                   "accounted_busy_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
+                   "accounted_busy_ns, job, user_name, account) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
   if (!insert.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   sqlite3_stmt* s = insert.get();
   BindText(s, 1, slice.id);
@@ -125,6 +169,7 @@ Status Store::PutSlice(const SliceRecord& slice) {
   sqlite3_bind_int64(s, 13, slice.created_unix_ms);
   sqlite3_bind_int64(s, 14, slice.accounted_until_ms);
   sqlite3_bind_int64(s, 15, static_cast<sqlite3_int64>(slice.accounted_busy_ns));
+  BindLabels(s, 16, slice.labels);
   if (sqlite3_step(s) != SQLITE_DONE) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   return Status::Ok();
 }
@@ -145,7 +190,8 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Statement select(db_,
                    "SELECT id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, owner_uid, owner_pid, "
-                   "owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, accounted_busy_ns FROM slices "
+                   "owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, accounted_busy_ns, job, "
+                   "user_name, account FROM slices "
                    "ORDER BY created_unix_ms, id;");
   if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   std::vector<SliceRecord> slices;
@@ -168,6 +214,7 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
     slice.created_unix_ms = sqlite3_column_int64(s, 12);
     slice.accounted_until_ms = sqlite3_column_int64(s, 13);
     slice.accounted_busy_ns = static_cast<uint64_t>(sqlite3_column_int64(s, 14));
+    slice.labels = {Text(s, 15), Text(s, 16), Text(s, 17)};
     slices.push_back(std::move(slice));
   }
   if (rc != SQLITE_DONE) return Status::Corrupt(std::string("state database: ") + sqlite3_errmsg(db_));
@@ -198,7 +245,8 @@ Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, 
   if (Status begun = Exec("BEGIN IMMEDIATE;"); !begun.ok()) return begun;
   Statement insert(db_,
                    "INSERT INTO usage_records (slice_id, tenant, gpu_uuid, start_unix_ms, end_unix_ms, "
-                   "reserved_gpu_seconds, memory_gib_hours, busy_gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?);");
+                   "reserved_gpu_seconds, memory_gib_hours, busy_gpu_seconds, job, user_name, account) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
   Statement update(db_, "UPDATE slices SET accounted_until_ms = ?, accounted_busy_ns = ? WHERE id = ?;");
   bool ok = insert.ok() && update.ok();
   if (ok) {
@@ -211,6 +259,7 @@ Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, 
     sqlite3_bind_double(s, 6, record.reserved_gpu_seconds);
     sqlite3_bind_double(s, 7, record.memory_gib_hours);
     sqlite3_bind_double(s, 8, record.busy_gpu_seconds);
+    BindLabels(s, 9, record.labels);
     sqlite3_bind_int64(update.get(), 1, accounted_until_ms);
     sqlite3_bind_int64(update.get(), 2, static_cast<sqlite3_int64>(accounted_busy_ns));
     BindText(update.get(), 3, record.slice_id);
@@ -225,8 +274,9 @@ Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, 
 }
 
 Result<std::vector<UsageTotal>> Store::Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const {
-  if (by != "tenant" && by != "slice") return Status::InvalidArgument("group by tenant or slice, not '" + by + "'");
-  const std::string key = by == "tenant" ? "tenant" : "slice_id";
+  Result<std::string> column = GroupColumn(by);
+  if (!column.ok()) return column.status();
+  const std::string& key = *column;
   // Each record counts for the part of it inside the window.
   const std::string overlap =
       "(MIN(end_unix_ms, ?2) - MAX(start_unix_ms, ?1)) * 1.0 / MAX(end_unix_ms - start_unix_ms, 1)";

@@ -5,7 +5,8 @@
 // - Every mutation is one transaction, committed (synchronous=FULL, WAL) before it returns:
 //   what a caller was told happened survives a crash.
 // - Thread-safe (one connection behind a mutex; the agent's writes are few and small).
-// - Open creates the schema if missing and refuses a database with a newer schema version.
+// - Open creates the schema if missing, migrates an older one (1 → 2 adds the job labels) in
+//   one transaction, and refuses a database with a newer schema version.
 #pragma once
 
 #include <memory>
@@ -40,7 +41,8 @@ class Store {
   // an interval is recorded exactly once even if the agent dies at any instruction.
   Status CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, uint64_t accounted_busy_ns);
   // Totals of the records overlapping [since, until), each prorated to its overlap, grouped by
-  // "tenant" or "slice" (InvalidArgument otherwise).
+  // "tenant", "slice", "account", "user" or "job" (InvalidArgument otherwise). Records without
+  // the label group under "".
   Result<std::vector<UsageTotal>> Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const;
 
  private:

@@ -69,9 +69,9 @@ TEST_F(StoreTest, UsageRecordsAreTotalledAndProratedToTheWindow) {
   other.tenant = "team-b";
   ASSERT_TRUE((*store)->PutSlice(other).ok());
   // s1: two hours at 30 % of a GPU and 10 GiB; s2: one hour.
-  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 0, 3'600'000, 1080, 10, 100}, 3'600'000, 7).ok());
-  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 3'600'000, 7'200'000, 1080, 10, 50}, 7'200'000, 9).ok());
-  ASSERT_TRUE((*store)->CloseUsage({"s2", "team-b", "GPU-1", 0, 3'600'000, 3600, 1, 0}, 3'600'000, 0).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 0, 3'600'000, 1080, 10, 100, {}}, 3'600'000, 7).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 3'600'000, 7'200'000, 1080, 10, 50, {}}, 7'200'000, 9).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s2", "team-b", "GPU-1", 0, 3'600'000, 3600, 1, 0, {}}, 3'600'000, 0).ok());
   Result<std::vector<UsageTotal>> all = (*store)->Totals(0, 10'000'000, "tenant");
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 2u);
@@ -91,6 +91,80 @@ TEST_F(StoreTest, UsageRecordsAreTotalledAndProratedToTheWindow) {
   Result<std::vector<SliceRecord>> slices = (*store)->Slices();
   EXPECT_EQ((*slices)[0].accounted_until_ms, 7'200'000);
   EXPECT_EQ((*slices)[0].accounted_busy_ns, 9u);
+}
+
+TEST_F(StoreTest, JobLabelsAreKeptAndUsageGroupsByThem) {
+  Result<std::unique_ptr<Store>> store = Store::Open(Path());
+  ASSERT_TRUE(store.ok());
+  SliceRecord job = Sample("s1");
+  job.labels = {"1234.0", "alice", "physics"};
+  ASSERT_TRUE((*store)->PutSlice(job).ok());
+  ASSERT_TRUE((*store)->PutSlice(Sample("s2")).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 0, 1000, 1, 1, 1, job.labels}, 1000, 0).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 1000, 2000, 2, 2, 2, job.labels}, 2000, 0).ok());
+  ASSERT_TRUE((*store)->CloseUsage({"s2", "team-a", "GPU-1", 0, 1000, 4, 4, 4, {}}, 1000, 0).ok());
+  Result<std::vector<SliceRecord>> slices = (*store)->Slices();
+  ASSERT_TRUE(slices.ok());
+  EXPECT_EQ((*slices)[0].labels, job.labels);
+  EXPECT_EQ((*slices)[1].labels, JobLabels{});
+  for (const char* by : {"account", "user", "job"}) {
+    Result<std::vector<UsageTotal>> totals = (*store)->Totals(0, 10'000, by);
+    ASSERT_TRUE(totals.ok()) << by;
+    ASSERT_EQ(totals->size(), 2u) << by;
+    EXPECT_EQ((*totals)[0].key, "") << by;  // the slice without a job
+    EXPECT_DOUBLE_EQ((*totals)[0].reserved_gpu_seconds, 4) << by;
+    EXPECT_DOUBLE_EQ((*totals)[1].reserved_gpu_seconds, 3) << by;
+    EXPECT_EQ((*totals)[1].records, 2) << by;
+  }
+  EXPECT_EQ((*(*store)->Totals(0, 10'000, "account"))[1].key, "physics");
+  EXPECT_EQ((*(*store)->Totals(0, 10'000, "user"))[1].key, "alice");
+  EXPECT_EQ((*(*store)->Totals(0, 10'000, "job"))[1].key, "1234.0");
+}
+
+// A state database written by the first agent (schema 1) is migrated in place: its slices and
+// usage records stay, with empty job labels, and new rows carry labels.
+TEST_F(StoreTest, ASchemaOneDatabaseIsMigratedWithEverythingKept) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Path().c_str(), &db), SQLITE_OK);
+    const char* v1 = R"sql(
+      CREATE TABLE slices (id TEXT PRIMARY KEY, gpu_uuid TEXT NOT NULL, memory_bytes INTEGER NOT NULL,
+        compute_share INTEGER NOT NULL, compute_mode INTEGER NOT NULL, tier INTEGER NOT NULL, tenant TEXT NOT NULL,
+        owner_uid INTEGER NOT NULL, owner_pid INTEGER NOT NULL, owner_start_time INTEGER NOT NULL,
+        release_on_exit INTEGER NOT NULL, dir TEXT NOT NULL, created_unix_ms INTEGER NOT NULL,
+        accounted_until_ms INTEGER NOT NULL, accounted_busy_ns INTEGER NOT NULL);
+      CREATE TABLE usage_records (id INTEGER PRIMARY KEY AUTOINCREMENT, slice_id TEXT NOT NULL, tenant TEXT NOT NULL,
+        gpu_uuid TEXT NOT NULL, start_unix_ms INTEGER NOT NULL, end_unix_ms INTEGER NOT NULL,
+        reserved_gpu_seconds REAL NOT NULL, memory_gib_hours REAL NOT NULL, busy_gpu_seconds REAL NOT NULL);
+      CREATE INDEX usage_by_end ON usage_records (end_unix_ms);
+      CREATE TABLE exclusive_gpus (gpu_uuid TEXT PRIMARY KEY);
+      INSERT INTO slices VALUES ('s1', 'GPU-1', 1024, 30, 1, 1, 'team-a', 0, 42, 7, 0, '/d/s1', 1000, 2000, 5);
+      INSERT INTO usage_records (slice_id, tenant, gpu_uuid, start_unix_ms, end_unix_ms, reserved_gpu_seconds,
+        memory_gib_hours, busy_gpu_seconds) VALUES ('s1', 'team-a', 'GPU-1', 1000, 2000, 0.3, 0.1, 0.2);
+      INSERT INTO exclusive_gpus VALUES ('GPU-2');
+      PRAGMA user_version=1;)sql";
+    ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  Result<std::unique_ptr<Store>> store = Store::Open(Path());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  Result<std::vector<SliceRecord>> slices = (*store)->Slices();
+  ASSERT_TRUE(slices.ok());
+  ASSERT_EQ(slices->size(), 1u);
+  EXPECT_EQ((*slices)[0].tenant, "team-a");
+  EXPECT_EQ((*slices)[0].accounted_busy_ns, 5u);
+  EXPECT_EQ((*slices)[0].labels, JobLabels{});
+  EXPECT_EQ(*(*store)->ExclusiveGpus(), std::vector<std::string>{"GPU-2"});
+  Result<std::vector<UsageTotal>> tenants = (*store)->Totals(0, 10'000, "tenant");
+  ASSERT_EQ(tenants->size(), 1u);
+  EXPECT_DOUBLE_EQ((*tenants)[0].reserved_gpu_seconds, 0.3);
+  ASSERT_TRUE((*store)->CloseUsage({"s1", "team-a", "GPU-1", 2000, 3000, 1, 1, 1, {"7.0", "bob", "chem"}}, 3000, 5).ok());
+  Result<std::vector<UsageTotal>> accounts = (*store)->Totals(0, 10'000, "account");
+  ASSERT_EQ(accounts->size(), 2u);
+  EXPECT_EQ((*accounts)[1].key, "chem");
+  // Reopening the migrated database is a plain open.
+  store->reset();
+  EXPECT_TRUE(Store::Open(Path()).ok());
 }
 
 TEST_F(StoreTest, ADatabaseFromANewerAgentIsRefused) {

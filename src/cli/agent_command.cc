@@ -1,5 +1,9 @@
+#include <cstdlib>
+
 #include "agent/agent.h"
 #include "cli/commands.h"
+#include "cli/run_plan.h"
+#include "cli/run_workload.h"
 
 namespace fgpu::cli {
 
@@ -20,12 +24,18 @@ CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options) {
 }
 
 int RunAgent(const AgentOptions& options) {
+  // The interposer the agent names to launchers; a build without it still runs the agent (the
+  // launcher then finds libfgpu.so itself, as fgpu run does).
+  Result<std::string> hook = ResolveHookLibrary();
   return agent::RunAgent({.state_dir = options.state,
                           .listen = options.listen,
                           .socket = options.socket,
                           .account_interval_s = options.account_interval_s,
                           .policy = options.policy,
-                          .config = options.config});
+                          .config = options.config,
+                          .workload_preload = hook.ok() ? *hook : std::string(),
+                          .workload_env = SimulatorEnvironmentForWorkloads(
+                              std::getenv("FGPU_SIM_CONFIG"), std::getenv("FGPU_SIM_SEGMENT"), std::getenv("LD_LIBRARY_PATH"))});
 }
 
 }  // namespace fgpu::cli

@@ -44,9 +44,11 @@ std::string Fixed(double value, int digits) {
 }  // namespace
 
 CLI::App* AddReportFlags(CLI::App& root, ReportOptions* options) {
-  CLI::App* report = root.add_subcommand("report", "Chargeback: usage per tenant or slice, from the agent's records");
+  CLI::App* report = root.add_subcommand("report", "Chargeback: usage per tenant, slice, account, user or job, from the agent's records");
   report->add_option("--since", options->since, "24h, 30m, 7d, all, or Unix seconds")->capture_default_str();
-  report->add_option("--by", options->by, "tenant or slice")->check(CLI::IsMember({"tenant", "slice"}))->capture_default_str();
+  report->add_option("--by", options->by, "tenant, slice, or a batch job's account, user or job (Slurm)")
+      ->check(CLI::IsMember({"tenant", "slice", "account", "user", "job"}))
+      ->capture_default_str();
   report->add_option("--format", options->format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
@@ -78,7 +80,9 @@ int RunReport(const ReportOptions& options) {
                     : options.by + "\tRESERVED GPU-h\tMEMORY GiB-h\tBUSY GPU-h\tRECORDS\n");
   for (const json& row : rows) {
     const std::string separator = csv ? "," : "\t";
-    std::cout << row["key"].get<std::string>() << separator
+    const std::string key = row["key"].get<std::string>();
+    // Slices made without a batch job have no account, user or job.
+    std::cout << (key.empty() && !csv ? "(none)" : key) << separator
               << Fixed(row["reserved_gpu_seconds"].get<double>() / 3600, 4) << separator
               << Fixed(row["memory_gib_hours"].get<double>(), 4) << separator
               << Fixed(row["busy_gpu_seconds"].get<double>() / 3600, 4) << separator << row["records"].get<int64_t>()

@@ -38,6 +38,16 @@ Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_
   return {{"LD_PRELOAD", preload}, {"FGPU_SLICE", slice_dir}, {"CUDA_VISIBLE_DEVICES", gpu_uuid}};
 }
 
+Environment SimulatorEnvironmentForWorkloads(const char* config, const char* segment, const char* ld_library_path) {
+  const auto set = [](const char* value) { return value != nullptr && *value != '\0'; };
+  Environment env;
+  if (!set(config) && !set(segment)) return env;
+  if (set(config)) env.emplace_back("FGPU_SIM_CONFIG", config);
+  if (set(segment)) env.emplace_back("FGPU_SIM_SEGMENT", segment);
+  if (set(ld_library_path)) env.emplace_back("LD_LIBRARY_PATH", ld_library_path);
+  return env;
+}
+
 std::string HookLibraryBeside(const std::string& executable_path) {
   namespace fs = std::filesystem;
   return (fs::path(executable_path).parent_path() / ".." / "lib" / "fgpu" / "libfgpu.so")

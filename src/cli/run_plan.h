@@ -25,6 +25,12 @@ using Environment = std::vector<std::pair<std::string, std::string>>;
 Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_preload,
                                 const std::string& slice_dir, const std::string& gpu_uuid);
 
+// What the agent tells launchers its slices' workloads need besides the interposer and the
+// slice: under the simulator (`config` or `segment` — FGPU_SIM_CONFIG, FGPU_SIM_SEGMENT — set),
+// those and `ld_library_path`, so that a workload another launcher starts (the Slurm plugin)
+// reaches the agent's simulated GPUs; on a real machine nothing.
+Environment SimulatorEnvironmentForWorkloads(const char* config, const char* segment, const char* ld_library_path);
+
 // <dir of executable_path>/../lib/fgpu/libfgpu.so, lexically normalised.
 std::string HookLibraryBeside(const std::string& executable_path);
 

@@ -38,6 +38,14 @@ TEST(RunPlan, InterposerGoesFirstAndOnlyTheSliceGpuIsVisible) {
   EXPECT_EQ(WorkloadEnvironment("/x/libfgpu.so", "", "d", "u")[0].second, "/x/libfgpu.so");
 }
 
+TEST(RunPlan, WorkloadsOfASimulatedAgentGetTheSimulatorsVariables) {
+  EXPECT_TRUE(SimulatorEnvironmentForWorkloads(nullptr, nullptr, "/usr/lib/x").empty());
+  EXPECT_TRUE(SimulatorEnvironmentForWorkloads("", "", "/usr/lib/x").empty());
+  const Environment env = SimulatorEnvironmentForWorkloads(nullptr, "/fgpu-node1", "/b/lib/fgpu/sim:/usr/lib/x");
+  EXPECT_EQ(env, (Environment{{"FGPU_SIM_SEGMENT", "/fgpu-node1"}, {"LD_LIBRARY_PATH", "/b/lib/fgpu/sim:/usr/lib/x"}}));
+  EXPECT_EQ(SimulatorEnvironmentForWorkloads("/c.json", nullptr, nullptr), (Environment{{"FGPU_SIM_CONFIG", "/c.json"}}));
+}
+
 TEST(RunPlan, HookLibrarySitsBesideTheBinary) {
   EXPECT_EQ(HookLibraryBeside("/opt/fgpu/bin/fgpu"), "/opt/fgpu/lib/fgpu/libfgpu.so");
   EXPECT_EQ(HookLibraryBeside("/work/build/dev/bin/fgpu"), "/work/build/dev/lib/fgpu/libfgpu.so");
