@@ -31,7 +31,7 @@ int64_t UnixMsNow() {
 }
 
 // The agent's configuration file; absent: the defaults (bypass → evict, 5 s grace, no
-// free-memory threshold).
+// free-memory threshold, starvation not watched).
 Result<StopLossPolicy> LoadStopLossPolicy(const std::string& path) {
   StopLossPolicy policy;
   if (path.empty()) return policy;
@@ -50,8 +50,13 @@ Result<StopLossPolicy> LoadStopLossPolicy(const std::string& path) {
       policy.grace_ms = static_cast<int64_t>(value.get<double>() * 1000);
     } else if (key == "min_free" && value.is_string() && ParseByteSize(value.get<std::string>()).ok()) {
       policy.min_free_bytes = *ParseByteSize(value.get<std::string>());
+    } else if (key == "starved_below" && value.is_number() && value.get<double>() >= 0 && value.get<double>() <= 1) {
+      policy.starved_below = value.get<double>();
+    } else if (key == "starve_window_s" && value.is_number() && value.get<double>() >= 1) {
+      policy.starve_window_ms = static_cast<int64_t>(value.get<double>() * 1000);
     } else {
-      return bad(key + ": expected bypass \"evict\"|\"alert\", grace_s >= 0, min_free \"2GiB\"");
+      return bad(key + ": expected bypass \"evict\"|\"alert\", grace_s >= 0, min_free \"2GiB\", starved_below 0..1, "
+                       "starve_window_s >= 1");
     }
   }
   return policy;
@@ -100,7 +105,10 @@ int RunAgent(const AgentOptions& options) {
 
   Result<StopLossPolicy> policy = LoadStopLossPolicy(options.config);
   if (!policy.ok()) return Fail(policy.status().message());
-  StopLoss stop_loss(&slices, *nvml, *policy);
+  StopLoss stop_loss(&slices, *nvml, *policy, [&busy](const SliceRecord& slice) {
+    const SliceUsage usage = busy.Read({slice}).front();
+    return ComputeSample{usage.busy_ns, usage.throttled_ns};
+  });
   Api api(&slices, *nvml, compute_dir);
   api.SetWorkloadEnvironment({options.workload_preload, options.workload_env});
   api.SetStopLoss(&stop_loss);

@@ -268,6 +268,7 @@ net::HttpResponse Api::ListGpus() {
                         {"memory_reserved", room.memory_reserved},
                         {"compute_reserved", room.compute_reserved},
                         {"exclusive", room.exclusive},
+                        {"fenced", room.fenced},
                         {"slices", room.slices}});
   }
   return Json(200, gpus);

@@ -303,6 +303,22 @@ TEST_F(ApiTest, UsageIsBilledPerIntervalAtTheLimitsThenInForce) {
   EXPECT_EQ(Call("GET", "/v1/usage?by=colour").status, 400);
 }
 
+// Stop-loss's fence holds new slices off a GPU without touching those on it, and is not persisted.
+TEST_F(ApiTest, AFencedGpuTakesNoNewSlicesUntilTheFenceLifts) {
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"8GiB","gpu":"0"})").status, 201);
+  ASSERT_TRUE(service_->SetFenced("0", "2 GiB free, under the threshold").ok());
+  const net::HttpResponse refused = Call("POST", "/v1/slices", R"({"memory":"8GiB","gpu":"0"})");
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_NE(refused.body.find("stop-loss: 2 GiB free"), std::string::npos) << refused.body;
+  // Placed by the agent: the other GPU.
+  const json placed = json::parse(Call("POST", "/v1/slices", R"({"memory":"8GiB"})").body);
+  EXPECT_EQ(placed["gpu"], "GPU-bbbb");
+  EXPECT_EQ(service_->List().size(), 2u);
+  ASSERT_TRUE(service_->SetFenced("GPU-aaaa", "").ok());
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"8GiB","gpu":"0"})").status, 201);
+  EXPECT_EQ(service_->SetFenced("7", "x").code(), StatusCode::kNotFound);
+}
+
 // A batch system's job (Slurm: the plugin sends job, user and account) is kept on the slice and
 // on every usage record, so chargeback can bill accounts; the slice's "env" is what a launcher
 // puts in the workload's environment.

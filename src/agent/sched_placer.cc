@@ -40,7 +40,7 @@ Result<std::size_t> SchedPlacer::Choose(const std::vector<GpuRoom>& rooms, const
   std::vector<sched::Request> mix;
   for (std::size_t i = 0; i < rooms.size(); ++i) {
     const auto node = static_cast<sched::NodeId>(i);
-    if (rooms[i].exclusive) {
+    if (rooms[i].exclusive || !rooms[i].fenced.empty()) {  // takes no new slices: full to the engine
       const sched::Request whole = SliceRequest(rooms[i].gpu.memory_total, 100);
       if (Status applied = cluster->Apply(sched::MakePlacement(node, 1, whole)); !applied.ok()) return applied;
       continue;

@@ -51,7 +51,7 @@ Status ValidateLabels(const JobLabels& labels) {
 }
 
 bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
-  return !room.exclusive && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100;
+  return !room.exclusive && room.fenced.empty() && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100;
 }
 
 }  // namespace
@@ -132,8 +132,10 @@ void SliceService::RemoveOrphans() const {
 std::vector<GpuRoom> SliceService::RoomsLocked() const {
   std::vector<GpuRoom> rooms;
   for (const GpuState& gpu : gpus_) {
-    GpuRoom room{gpu};
+    GpuRoom room;
+    room.gpu = gpu;
     room.exclusive = exclusive_.count(gpu.uuid) != 0;
+    if (const auto fence = fenced_.find(gpu.uuid); fence != fenced_.end()) room.fenced = fence->second;
     for (const SliceRecord& slice : slices_) {
       if (slice.gpu_uuid != gpu.uuid) continue;
       room.memory_reserved += slice.memory_bytes;
@@ -154,6 +156,18 @@ Status SliceService::SetExclusive(const std::string& gpu, bool exclusive) {
     exclusive_.insert((*named)->uuid);
   } else {
     exclusive_.erase((*named)->uuid);
+    PlaceQueuedLocked();
+  }
+  return Status::Ok();
+}
+
+Status SliceService::SetFenced(const std::string& gpu, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Result<const GpuState*> named = NamedGpu(gpu);
+  if (!named.ok()) return named.status();
+  if (!why.empty()) {
+    fenced_[(*named)->uuid] = why;
+  } else if (fenced_.erase((*named)->uuid) != 0) {
     PlaceQueuedLocked();
   }
   return Status::Ok();
@@ -197,6 +211,9 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
     for (const GpuRoom& room : rooms) {
       if (room.gpu.uuid != (*named)->uuid) continue;
       if (room.exclusive) return Status::ResourceExhausted("GPU " + *request.gpu + " is in exclusive mode");
+      if (!room.fenced.empty()) {
+        return Status::ResourceExhausted("GPU " + *request.gpu + " takes no new slices for now (stop-loss: " + room.fenced + ")");
+      }
       if (Fits(room, request.memory_bytes, share_on(room))) return std::make_pair(room.gpu.uuid, share_on(room));
       return Status::ResourceExhausted("GPU " + *request.gpu + " has " +
                                        FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -72,6 +73,7 @@ struct GpuRoom {
   uint64_t memory_reserved = 0;
   uint32_t compute_reserved = 0;
   int slices = 0;
+  std::string fenced{};  // why stop-loss holds new placements off it now ("" = not fenced)
 };
 
 class SliceService {
@@ -106,6 +108,10 @@ class SliceService {
   int QueueLength() const;
   // The exclusive switch: an exclusive GPU takes no new slices (those on it stay). Persisted.
   Status SetExclusive(const std::string& gpu, bool exclusive);
+  // Stop-loss's fence: while `why` is not empty no new slice is placed on the GPU (those on it
+  // stay); unlike the exclusive switch it is not persisted, since stop-loss re-decides it every
+  // check. Clearing it serves the queue.
+  Status SetFenced(const std::string& gpu, const std::string& why);
   // The oldest request still waiting for room (what preemption makes room for).
   std::optional<CreateRequest> QueueHead() const;
   // Closes every slice's usage interval at `now_unix_ms` into a usage record (also done for a
@@ -148,6 +154,7 @@ class SliceService {
   std::deque<Queued> queue_;  // FIFO; in memory: after a restart waiting clients ask again
   uint64_t next_ticket_ = 1;
   std::set<std::string> exclusive_;  // GPU uuids
+  std::map<std::string, std::string> fenced_;  // GPU uuid -> why
 };
 
 }  // namespace fgpu::agent

@@ -28,10 +28,22 @@ std::string SliceDirOf(int pid) {
   return "";
 }
 
+// Lowest tier first (batch < standard < latency), then the newest: who is evicted first.
+bool EvictedBefore(const SliceRecord& a, const SliceRecord& b) {
+  if (a.tier != b.tier) return static_cast<int>(a.tier) < static_cast<int>(b.tier);
+  return a.created_unix_ms > b.created_unix_ms;
+}
+
+std::string Percent(double ratio) { return std::to_string(static_cast<int>(ratio * 100 + 0.5)) + " %"; }
+
 }  // namespace
 
-StopLoss::StopLoss(SliceService* slices, std::shared_ptr<NvmlClient> nvml, StopLossPolicy policy)
-    : slices_(slices), nvml_(std::move(nvml)), policy_(policy) {}
+StopLoss::StopLoss(SliceService* slices, std::shared_ptr<NvmlClient> nvml, StopLossPolicy policy, ComputeReader compute)
+    : slices_(slices),
+      nvml_(std::move(nvml)),
+      policy_(policy),
+      compute_(std::move(compute)),
+      starvation_(policy.starved_below, policy.starve_window_ms) {}
 
 StopLossCounters StopLoss::Counters() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -119,10 +131,7 @@ void StopLoss::Preempt(const std::vector<SliceRecord>& slices, int64_t now_ms) {
         lower.push_back(slice);
       }
     }
-    std::sort(lower.begin(), lower.end(), [](const SliceRecord& a, const SliceRecord& b) {
-      if (a.tier != b.tier) return static_cast<int>(a.tier) < static_cast<int>(b.tier);
-      return a.created_unix_ms > b.created_unix_ms;
-    });
+    std::sort(lower.begin(), lower.end(), EvictedBefore);
     const uint32_t share = head->compute_share.value_or(1);
     uint64_t memory = room.memory_reserved;
     uint32_t compute = room.compute_reserved;
@@ -152,45 +161,82 @@ void StopLoss::Tick(int64_t now_ms) {
   Result<std::vector<GpuState>> gpus = nvml_->Gpus();
   if (!gpus.ok()) return;
   const std::vector<SliceRecord> slices = slices_->List();
+  starvation_.Retain(slices);
   counters_.unaccounted_bytes.clear();
   for (const GpuState& gpu : *gpus) {
     std::vector<SliceRecord> here;
     for (const SliceRecord& slice : slices) {
       if (slice.gpu_uuid == gpu.uuid) here.push_back(slice);
     }
-    Result<std::vector<GpuProcess>> processes = nvml_->Processes(gpu.uuid);
-    if (!processes.ok()) continue;
-    std::map<std::string, uint64_t> charged;  // what each slice's ledger holds
-    const std::map<int, std::string> owner = Attribute(*processes, here, &charged);
-    std::map<std::string, uint64_t> seen;
-    for (const GpuProcess& process : *processes) {
-      const auto it = owner.find(process.pid);
-      if (it != owner.end()) seen[it->second] += process.used_bytes;
+    CheckBypass(gpu, here, now_ms);  // first: a bypasser is the culprit, evicted before anyone else
+    const std::string fence = CheckGpu(gpu, here, now_ms);
+    if (fence.empty()) {
+      counters_.fenced.erase(gpu.uuid);
+    } else {
+      counters_.fenced[gpu.uuid] = fence;
     }
-    for (const SliceRecord& slice : here) {
-      counters_.unaccounted_bytes[slice.id] =
-          static_cast<int64_t>(seen[slice.id]) - static_cast<int64_t>(charged[slice.id]);
-      if (seen[slice.id] <= slice.memory_bytes) continue;
-      counters_.bypasses++;
-      const std::string why = "its processes use " + FormatByteSize(seen[slice.id]) + " on " + gpu.uuid +
-                              ", over its cap of " + FormatByteSize(slice.memory_bytes) + " (interposer bypassed)";
-      if (policy_.bypass == StopLossPolicy::Bypass::kEvict) {
-        Evict(slice, why, now_ms);
-      } else {
-        std::cerr << "fgpu agent: bypass alert, slice " << slice.id << ": " << why << std::endl;
-      }
-    }
-    const uint64_t free = gpu.memory_total > gpu.memory_used ? gpu.memory_total - gpu.memory_used : 0;
-    if (policy_.min_free_bytes == 0 || free >= policy_.min_free_bytes || here.empty() || !evictions_.empty()) continue;
-    // Lowest tier first (batch < standard < latency), then the newest.
-    const auto victim = std::min_element(here.begin(), here.end(), [](const SliceRecord& a, const SliceRecord& b) {
-      if (a.tier != b.tier) return static_cast<int>(a.tier) < static_cast<int>(b.tier);
-      return a.created_unix_ms > b.created_unix_ms;
-    });
-    Evict(*victim, "GPU " + gpu.uuid + " has " + FormatByteSize(free) + " free, under the stop-loss threshold of " +
-                       FormatByteSize(policy_.min_free_bytes),
-          now_ms);
+    (void)slices_->SetFenced(gpu.uuid, fence);
   }
+}
+
+void StopLoss::CheckBypass(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms) {
+  Result<std::vector<GpuProcess>> processes = nvml_->Processes(gpu.uuid);
+  if (!processes.ok()) return;
+  std::map<std::string, uint64_t> charged;  // what each slice's ledger holds
+  const std::map<int, std::string> owner = Attribute(*processes, here, &charged);
+  std::map<std::string, uint64_t> seen;
+  for (const GpuProcess& process : *processes) {
+    const auto it = owner.find(process.pid);
+    if (it != owner.end()) seen[it->second] += process.used_bytes;
+  }
+  for (const SliceRecord& slice : here) {
+    counters_.unaccounted_bytes[slice.id] =
+        static_cast<int64_t>(seen[slice.id]) - static_cast<int64_t>(charged[slice.id]);
+    if (seen[slice.id] <= slice.memory_bytes) continue;
+    counters_.bypasses++;
+    const std::string why = "its processes use " + FormatByteSize(seen[slice.id]) + " on " + gpu.uuid +
+                            ", over its cap of " + FormatByteSize(slice.memory_bytes) + " (interposer bypassed)";
+    if (policy_.bypass == StopLossPolicy::Bypass::kEvict) {
+      Evict(slice, why, now_ms);
+    } else {
+      std::cerr << "fgpu agent: bypass alert, slice " << slice.id << ": " << why << std::endl;
+    }
+  }
+}
+
+std::string StopLoss::CheckGpu(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms) {
+  const std::string starved = CheckStarvation(here, now_ms);
+  const uint64_t free = gpu.memory_total > gpu.memory_used ? gpu.memory_total - gpu.memory_used : 0;
+  if (policy_.min_free_bytes == 0 || free >= policy_.min_free_bytes) return starved;
+  const std::string why = FormatByteSize(free) + " free, under the threshold of " + FormatByteSize(policy_.min_free_bytes);
+  if (!here.empty() && evictions_.empty()) {
+    Evict(*std::min_element(here.begin(), here.end(), EvictedBefore), "GPU " + gpu.uuid + " has " + why, now_ms);
+  }
+  return why;
+}
+
+std::string StopLoss::CheckStarvation(const std::vector<SliceRecord>& here, int64_t now_ms) {
+  if (!compute_ || policy_.starved_below <= 0) return "";
+  std::string fence;
+  for (const SliceRecord& slice : here) {
+    const StarvationVerdict verdict = starvation_.Observe(slice, compute_(slice), now_ms);
+    if (!verdict.starved) continue;
+    const std::string why = "slice " + slice.id + " (" + slice::ToString(slice.tier) + ") starved: " +
+                            Percent(verdict.achieved) + " of the GPU against a share of " +
+                            std::to_string(slice.compute_share) + " %";
+    if (fence.empty()) fence = why;
+    if (!verdict.decided) continue;  // acted on when its window closed
+    counters_.starvations++;
+    std::cerr << "fgpu agent: " << why << std::endl;
+    std::vector<SliceRecord> lower;
+    for (const SliceRecord& other : here) {
+      if (static_cast<int>(other.tier) < static_cast<int>(slice.tier)) lower.push_back(other);
+    }
+    if (!lower.empty() && evictions_.empty()) {
+      Evict(*std::min_element(lower.begin(), lower.end(), EvictedBefore), why, now_ms);
+    }
+  }
+  return fence;
 }
 
 }  // namespace fgpu::agent

@@ -9,6 +9,12 @@
 //   counted; with policy `evict`, the slice is evicted.
 // - Low memory: a GPU whose physical free memory is under `min_free_bytes` (0 = off) gets its
 //   lowest-tier slice (then the newest) evicted, one per tick.
+// - Starvation (with `starved_below` > 0): a share-mode slice that waited in the compute gate
+//   for a quarter of a window yet got less than `starved_below` × its share
+//   (StarvationWatch) makes its GPU evict its lowest-tier slice below the starved one (then the
+//   newest), one per window.
+// - Fence: while a GPU is under its free-memory threshold or has a starved slice, no new slice
+//   is placed on it (SliceService::SetFenced); the fence lifts at the first check without cause.
 // - Preemption: when the oldest queued request cannot be placed and evicting slices of a
 //   strictly lower tier on one GPU would make room (lowest tier first, then the newest), they are
 //   evicted (the GPU needing the fewest evictions is chosen); the request is then placed.
@@ -22,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +37,7 @@
 
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
+#include "agent/starvation.h"
 
 namespace fgpu::agent {
 
@@ -38,17 +46,25 @@ struct StopLossPolicy {
   Bypass bypass = Bypass::kEvict;
   int64_t grace_ms = 5000;
   uint64_t min_free_bytes = 0;
+  double starved_below = 0;  // 0: starvation is not watched
+  int64_t starve_window_ms = 10000;
 };
 
 struct StopLossCounters {
   uint64_t bypasses = 0;
   uint64_t evictions = 0;
+  uint64_t starvations = 0;  // windows in which a slice was found starved
+  std::map<std::string, std::string> fenced;  // GPU uuid -> why no new slice goes there now
   std::map<std::string, int64_t> unaccounted_bytes;  // by slice id (negative: ledger ahead of NVML)
 };
 
 class StopLoss {
  public:
-  StopLoss(SliceService* slices, std::shared_ptr<NvmlClient> nvml, StopLossPolicy policy);
+  // A slice's compute counters now (its compute board row); null: starvation is not watched.
+  using ComputeReader = std::function<ComputeSample(const SliceRecord&)>;
+
+  StopLoss(SliceService* slices, std::shared_ptr<NvmlClient> nvml, StopLossPolicy policy,
+           ComputeReader compute = nullptr);
   void Tick(int64_t now_ms);
   StopLossCounters Counters() const;
 
@@ -66,11 +82,19 @@ class StopLoss {
   void Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms);
   void FinishEvictions(int64_t now_ms);
   void Preempt(const std::vector<SliceRecord>& slices, int64_t now_ms);
+  // Bypass: NVML's per-process memory against each slice's cap; also the unaccounted bytes.
+  void CheckBypass(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms);
+  // Why the GPU should take no new slices ("" = no cause): its free memory is under the
+  // threshold, or one of its slices (`here`) is starved. Acts on the cause: evicts one slice.
+  std::string CheckGpu(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms);
+  std::string CheckStarvation(const std::vector<SliceRecord>& here, int64_t now_ms);
   std::vector<pid_t> ProcessesOf(const SliceRecord& slice) const;
 
   SliceService* slices_;
   std::shared_ptr<NvmlClient> nvml_;
   StopLossPolicy policy_;
+  ComputeReader compute_;
+  StarvationWatch starvation_;
   mutable std::mutex mutex_;
   StopLossCounters counters_;
   std::vector<Eviction> evictions_;
