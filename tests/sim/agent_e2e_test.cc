@@ -296,5 +296,37 @@ TEST_F(AgentE2e, ALowTierSliceIsEvictedWhenAHigherTierNeedsRoom) {
   std::filesystem::remove(config);
 }
 
+// Free memory under the stop-loss threshold: the GPU is fenced (a request naming it is refused
+// with the reason), its lowest-tier slice is evicted, and once memory is back the fence lifts.
+TEST_F(AgentE2e, AGpuUnderItsFreeMemoryThresholdIsFencedAndRelieved) {
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"stop_loss": {"min_free": "2GiB", "grace_s": 1}})";
+  StartAgent({"--config", config});
+  const std::string agent = "unix:" + state_ + "/agent.sock";
+  // 2 GiB and the context's 300 MiB on a 4 GiB GPU leave 1.7 GiB free.
+  auto filler = RunThrough(segment_, config_, agent, {"--memory", "3GiB", "--tier", "batch", "--device", "0"},
+                           {FGPU_PROBE_PATH, "alloc", "--bytes", "2GiB", "--hold-ms", "20000"});
+  ASSERT_TRUE(filler->WaitForEvent("alloc"));
+  const auto fence_of_gpu0 = [&] { return json::parse(Call("GET", "/v1/gpus")->body)[0]["fenced"].get<std::string>(); };
+  std::string fence;
+  for (int i = 0; i < 60 && (fence = fence_of_gpu0()).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(fence.find("under the threshold of 2 GiB"), std::string::npos) << fence;
+  Result<net::HttpResponse> refused = Call("POST", "/v1/slices", R"({"memory":"256MiB","gpu":"0"})");
+  ASSERT_TRUE(refused.ok());
+  // Refused while fenced — unless the eviction already finished and lifted the fence.
+  if (!fence_of_gpu0().empty() || refused->status == 409) {
+    EXPECT_EQ(refused->status, 409) << refused->body;
+    EXPECT_NE(refused->body.find("stop-loss"), std::string::npos) << refused->body;
+  }
+  EXPECT_EQ(filler->Wait().exit_code, 128 + SIGTERM) << "the batch slice was evicted";
+  for (int i = 0; i < 100 && !fence_of_gpu0().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(fence_of_gpu0(), "") << "the fence lifts once memory is back";
+  Result<net::HttpResponse> placed = Call("POST", "/v1/slices", R"({"memory":"256MiB","gpu":"0"})");
+  ASSERT_TRUE(placed.ok());
+  EXPECT_EQ(placed->status, 201) << placed->body;
+  EXPECT_NE(Call("GET", "/metrics")->body.find("fgpu_stop_loss_evictions_total 1"), std::string::npos);
+  std::filesystem::remove(config);
+}
+
 }  // namespace
 }  // namespace fgpu::testing
