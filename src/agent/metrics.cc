@@ -88,6 +88,9 @@ void GpuFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.compute_reserved / 100.0);
   out.Family("fgpu_gpu_exclusive", "gauge", "1 when the GPU is switched out of sharing (no new placements).");
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.exclusive ? 1 : 0);
+  out.Family("fgpu_gpu_fenced", "gauge",
+             "1 while stop-loss holds new placements off the GPU (free memory under the threshold, a starved slice).");
+  for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.fenced.empty() ? 0 : 1);
   out.Family("fgpu_gpu_slices", "gauge", "Slices placed on the GPU.");
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.slices);
 }
@@ -118,6 +121,39 @@ void SliceFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
        [](const SliceRecord&, const SliceUsage& u) { return static_cast<double>(u.processes); });
   each("fgpu_slice_ledger_readable", "gauge", "0 when the slice's ledger cannot be read (degraded: usage unknown).",
        [](const SliceRecord&, const SliceUsage& u) { return u.ledger_readable ? 1.0 : 0.0; });
+}
+
+// The interposer's counters, kept in each slice's ledger; no sample for a slice whose ledger
+// cannot be read (fgpu_slice_ledger_readable 0 says so), rather than a 0 that would read as
+// "nothing happened".
+void InterposerFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
+  const auto readable = [&](auto sample) {
+    for (std::size_t i = 0; i < snapshot.slices.size(); ++i) {
+      if (snapshot.usage[i].ledger_readable) sample(snapshot.slices[i], snapshot.usage[i].counters);
+    }
+  };
+  out.Family("fgpu_slice_oom_refusals_total", "counter",
+             "Allocations the interposer refused with CUDA_ERROR_OUT_OF_MEMORY because the slice's memory cap "
+             "would be exceeded.");
+  readable([&](const SliceRecord& slice, const slice::LedgerCounters& counters) {
+    out.Sample(SliceLabels(slice), static_cast<double>(counters.oom_refusals));
+  });
+  out.Family("fgpu_slice_interposer_degraded_total", "counter",
+             "Times the interposer ran degraded, by mode: fail_closed (requests refused because their cost "
+             "was unknown), compute_unenforced (processes on a GPU whose compute board was unusable), "
+             "no_free_slot (processes refused: every process slot held), pass_through (processes run "
+             "with FGPU_DISABLE=1).");
+  readable([&](const SliceRecord& slice, const slice::LedgerCounters& counters) {
+    const std::pair<const char*, uint32_t> modes[] = {{"fail_closed", counters.fail_closed_refusals},
+                                                      {"compute_unenforced", counters.compute_unenforced},
+                                                      {"no_free_slot", counters.no_free_slot},
+                                                      {"pass_through", counters.pass_through}};
+    for (const auto& [mode, value] : modes) {
+      Labels labels = SliceLabels(slice);
+      labels.emplace_back("mode", mode);
+      out.Sample(labels, static_cast<double>(value));
+    }
+  });
 }
 
 }  // namespace
@@ -181,9 +217,10 @@ std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices
                    .first;
     }
     const slice::UsageSnapshot snapshot = cached->second.admin.Usage();
-    usage[i].ledger_readable = true;
+    usage[i].ledger_readable = !snapshot.used.empty();  // empty: truncated under us, nothing read
     usage[i].memory_used = snapshot.used.empty() ? 0 : snapshot.used[0];
     usage[i].processes = static_cast<int>(snapshot.processes.size());
+    usage[i].counters = snapshot.counters;
     if (const compute::Board* board = BoardFor(slice.gpu_uuid)) ReadRow(*board, cached->second.board_key, &usage[i]);
     kept.insert(cache_->ledgers.extract(cached));
   }
@@ -204,6 +241,7 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
   Exposition out;
   GpuFamilies(snapshot, out);
   SliceFamilies(snapshot, out);
+  InterposerFamilies(snapshot, out);
   out.Family("fgpu_slice_unaccounted_bytes", "gauge",
              "Device memory NVML sees the slice's processes use minus what its ledger charged.");
   for (const SliceRecord& slice : snapshot.slices) {
@@ -212,8 +250,12 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
   }
   out.Family("fgpu_stop_loss_bypasses_total", "counter", "Times a slice's processes were seen over its cap.");
   out.Sample({}, static_cast<double>(snapshot.stop_loss.bypasses));
-  out.Family("fgpu_stop_loss_evictions_total", "counter", "Slices evicted by stop-loss (bypass or low memory).");
+  out.Family("fgpu_stop_loss_evictions_total", "counter",
+             "Slices evicted by stop-loss (bypass, low memory, starvation, preemption).");
   out.Sample({}, static_cast<double>(snapshot.stop_loss.evictions));
+  out.Family("fgpu_stop_loss_starvations_total", "counter",
+             "Windows in which a slice waited in the compute gate yet got under its starvation bound.");
+  out.Sample({}, static_cast<double>(snapshot.stop_loss.starvations));
   out.Family("fgpu_slices", "gauge", "Slices the agent holds.");
   out.Sample({}, static_cast<double>(snapshot.slices.size()));
   out.Family("fgpu_queue_length", "gauge", "Requests waiting for room.");

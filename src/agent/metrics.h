@@ -12,6 +12,7 @@
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
+#include "slice/slice.h"
 
 namespace fgpu::compute {
 class Board;
@@ -24,6 +25,8 @@ struct SliceUsage {
   uint64_t memory_used = 0;  // charged in its ledger
   int processes = 0;         // live process slots
   bool ledger_readable = false;
+  // The interposer's refusals and degraded modes, from the ledger (meaningless unless readable).
+  slice::LedgerCounters counters;
   // From the compute board (0 when the slice has not launched yet).
   uint64_t busy_ns = 0;
   uint64_t throttled_ns = 0;

@@ -3,8 +3,15 @@
 #include "agent/metrics.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include "slice/layout.h"
+#include "slice/slice.h"
 
 namespace fgpu::agent {
 namespace {
@@ -48,6 +55,68 @@ TEST(MetricsTest, RendersEveryFamilyWithExactValues) {
   EXPECT_NE(text.find("fgpu_slice_compute_busy_seconds_total" + labels + " 2.5\n"), std::string::npos);
   EXPECT_NE(text.find("fgpu_slice_processes" + labels + " 2\n"), std::string::npos);
   EXPECT_NE(text.find("fgpu_queue_length 3\n"), std::string::npos);
+}
+
+TEST(MetricsTest, InterposerCountersPerSliceAndNoneForAnUnreadableLedger) {
+  MetricsSnapshot snapshot = Sample();
+  snapshot.usage[0].counters = slice::LedgerCounters{7, 3, 1, 2, 4};
+  SliceRecord unreadable = snapshot.slices[0];
+  unreadable.id = "s2";
+  snapshot.slices.push_back(unreadable);
+  snapshot.usage.push_back(SliceUsage{});  // ledger_readable false
+  const std::string text = RenderMetrics(snapshot);
+  EXPECT_NE(text.find("# TYPE fgpu_slice_oom_refusals_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE fgpu_slice_interposer_degraded_total counter\n"), std::string::npos);
+  const std::string labels = "slice=\"s1\",gpu=\"GPU-aaaa\",tenant=\"team \\\"a\\\"\",tier=\"standard\"";
+  EXPECT_NE(text.find("fgpu_slice_oom_refusals_total{" + labels + "} 7\n"), std::string::npos) << text;
+  for (const auto& [mode, value] : {std::pair{"fail_closed", 3}, std::pair{"compute_unenforced", 1},
+                                    std::pair{"no_free_slot", 2}, std::pair{"pass_through", 4}}) {
+    EXPECT_NE(text.find("fgpu_slice_interposer_degraded_total{" + labels + ",mode=\"" + mode + "\"} " +
+                        std::to_string(value) + "\n"),
+              std::string::npos)
+        << mode << "\n" << text;
+  }
+  // The unreadable slice: its ledger_readable 0, and no counter sample that would claim "none".
+  EXPECT_NE(text.find("fgpu_slice_ledger_readable{slice=\"s2\""), std::string::npos);
+  EXPECT_EQ(text.find("fgpu_slice_oom_refusals_total{slice=\"s2\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("fgpu_slice_interposer_degraded_total{slice=\"s2\""), std::string::npos) << text;
+}
+
+// The reader maps the real ledger: what the slice's processes counted is what /metrics shows.
+TEST(MetricsTest, TheUsageReaderReadsTheCountersFromTheLedger) {
+  std::string scratch = (std::filesystem::temp_directory_path() / "fgpu-metrics-test-XXXXXX").string();
+  ASSERT_NE(mkdtemp(scratch.data()), nullptr);
+  SliceRecord record;
+  record.id = "s1";
+  record.gpu_uuid = "GPU-aaaa";
+  record.dir = scratch + "/s1";
+  slice::SliceSpec spec;
+  spec.id = record.id;
+  spec.devices.push_back({record.gpu_uuid, uint64_t{1} << 30, 100});
+  ASSERT_TRUE(slice::SliceAdmin::Create(record.dir, spec).ok());
+  UsageReader reader(scratch + "/boards");
+  EXPECT_EQ(reader.Read({record}).at(0).counters, slice::LedgerCounters{});
+
+  // Written as the workload's processes would (not attached here: a Ledger stays mapped for the
+  // life of the process, and this test truncates the file below).
+  {
+    std::fstream ledger(record.dir + "/ledger", std::ios::in | std::ios::out | std::ios::binary);
+    const uint64_t oom_refusals = 1;
+    const uint32_t fail_closed = 1;
+    ledger.seekp(offsetof(slice::layout::LedgerHeader, oom_refusals));
+    ledger.write(reinterpret_cast<const char*>(&oom_refusals), sizeof(oom_refusals));
+    ledger.seekp(offsetof(slice::layout::LedgerHeader, fail_closed_refusals));
+    ledger.write(reinterpret_cast<const char*>(&fail_closed), sizeof(fail_closed));
+  }
+  ASSERT_TRUE(slice::Ledger::CountPassThrough(record.dir.c_str()));
+  const SliceUsage usage = reader.Read({record}).at(0);  // the ledger kept mapped since the first read
+  EXPECT_TRUE(usage.ledger_readable);
+  EXPECT_EQ(usage.counters, (slice::LedgerCounters{1, 1, 0, 0, 1}));
+
+  // Truncated under the reader (a hostile workload): unreadable, not a crash, no counters.
+  std::filesystem::resize_file(record.dir + "/ledger", 64);
+  EXPECT_FALSE(reader.Read({record}).at(0).ledger_readable);
+  std::filesystem::remove_all(scratch);
 }
 
 TEST(MetricsTest, EveryFamilyHasHelpAndTypeOnce) {

@@ -126,11 +126,11 @@ int64_t Limiter::OnLaunched(int64_t now_ns, LaunchKind kind) {
   return estimate;
 }
 
-void Limiter::OnThrottled(int64_t waited_ns) {
-  layout::BoardEntry* row = entry();
-  __atomic_fetch_add(&row->throttled_ns, static_cast<uint64_t>(std::max<int64_t>(waited_ns, 0)), __ATOMIC_RELAXED);
-  __atomic_fetch_add(&row->throttles, 1, __ATOMIC_RELAXED);
+void Limiter::OnWaited(int64_t waited_ns) {
+  __atomic_fetch_add(&entry()->throttled_ns, static_cast<uint64_t>(std::max<int64_t>(waited_ns, 0)), __ATOMIC_RELAXED);
 }
+
+void Limiter::OnThrottled() { __atomic_fetch_add(&entry()->throttles, 1, __ATOMIC_RELAXED); }
 
 bool Limiter::ShouldClose(const Mark& open, int64_t now_ns, int64_t last_close_ns) const {
   if (open.launches == 0) return false;

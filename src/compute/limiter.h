@@ -63,8 +63,12 @@ class Limiter {
   // `last_close_ns`: when the calling thread last closed a batch.
   bool ShouldClose(const Mark& open, int64_t now_ns, int64_t last_close_ns) const;
   void OnMarkClosed() { pending_marks_.fetch_add(1, std::memory_order_relaxed); }
-  // A launch waited `waited_ns` before it was admitted (the row's throttle counters).
-  void OnThrottled(int64_t waited_ns);
+  // A launch has waited `waited_ns` more in the gate (the row's throttled time). Called after
+  // every sleep, not once at admission, so a slice held off for a whole window shows it at once
+  // (stop-loss's starvation check reads it) rather than only when it is finally admitted.
+  void OnWaited(int64_t waited_ns);
+  // A launch that waited was admitted (the row's throttle count).
+  void OnThrottled();
   void OnMarkComplete(const Mark& mark, int64_t completed_ns, int64_t device_ns = -1);
 
   int64_t queued_ns() const { return queued_ns_.load(std::memory_order_relaxed); }

@@ -57,11 +57,22 @@ bool MemoryAccounting::AttributeToLocation(const CUmemLocation& location, Attrib
   return true;
 }
 
+bool MemoryAccounting::RefusedOverCap() {
+  ledger_->CountOomRefusal();
+  return false;
+}
+
+bool MemoryAccounting::RefusedFailClosed() {
+  ledger_->CountFailClosedRefusal();
+  return false;
+}
+
 bool MemoryAccounting::Reserve(const Attribution& at, uint64_t bytes, Reservation* reservation) {
   CudaDeviceFacts facts;
-  if (!devices_->Cuda(at.device, &facts) || facts.slice_device == kNotInSlice) return false;
+  if (!devices_->Cuda(at.device, &facts)) return RefusedFailClosed();  // which GPU it is is unknown
+  if (facts.slice_device == kNotInSlice) return RefusedOverCap();     // a cap of 0
   const uint64_t charged = RoundUp(bytes, facts.granularity);
-  if (!ledger_->Reserve(facts.slice_device, charged)) return false;
+  if (!ledger_->Reserve(facts.slice_device, charged)) return RefusedOverCap();
   reservation->slice_device = facts.slice_device;
   reservation->bytes = charged;
   return true;
@@ -69,10 +80,12 @@ bool MemoryAccounting::Reserve(const Attribution& at, uint64_t bytes, Reservatio
 
 bool MemoryAccounting::Resize(const Attribution& at, uint64_t bytes, Reservation* reservation) {
   CudaDeviceFacts facts;
-  if (!devices_->Cuda(at.device, &facts) || facts.slice_device != reservation->slice_device) return false;
+  if (!devices_->Cuda(at.device, &facts) || facts.slice_device != reservation->slice_device) {
+    return RefusedFailClosed();  // the device cannot be identified as the one reserved on
+  }
   const uint64_t charged = RoundUp(bytes, facts.granularity);
   if (charged > reservation->bytes) {
-    if (!ledger_->Reserve(reservation->slice_device, charged - reservation->bytes)) return false;
+    if (!ledger_->Reserve(reservation->slice_device, charged - reservation->bytes)) return RefusedOverCap();
   } else if (charged < reservation->bytes) {
     ledger_->Release(reservation->slice_device, reservation->bytes - charged);
   }
@@ -94,7 +107,8 @@ bool MemoryAccounting::Record(PointerKind kind, uint64_t key, const Attribution&
   entry.device = reservation.slice_device;
   entry.bytes = reservation.bytes;
   entry.owner = reinterpret_cast<uint64_t>(at.owner);
-  return table_->Insert(kind, key, entry);
+  // A charge the table cannot keep could never be credited: the allocation is refused.
+  return table_->Insert(kind, key, entry) || RefusedFailClosed();
 }
 
 void MemoryAccounting::Settle(const ClaimedEntry& claimed, bool driver_freed) {

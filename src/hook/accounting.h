@@ -13,6 +13,11 @@
 //   cannot record it the allocation is undone, the charge rolled back and
 //   CUDA_ERROR_OUT_OF_MEMORY returned: a charge is never kept without its entry.
 // - A device outside the slice has cap 0: every allocation there is refused (fail closed).
+// - Counters (docs/hook.md "Counters"): every caller answers a false Reserve, Resize or Record
+//   with CUDA_ERROR_OUT_OF_MEMORY, so those refusals are counted where their reason is known: over
+//   the cap (a device outside the slice included) in the ledger's oom_refusals; a device whose
+//   identity cannot be read, or a charge the table cannot keep, in fail_closed_refusals. One
+//   relaxed atomic add on the refusal path; nothing on success.
 // - Freed(): the entry is claimed before the driver frees (so two racing frees cannot both credit,
 //   and an address the driver hands out again never meets a stale entry), the charge released
 //   only when the driver succeeded; on failure the entry is restored and the error returned.
@@ -62,14 +67,16 @@ class MemoryAccounting {
   bool AttributeToStream(CUstream stream, bool per_thread_default, Attribution* at) const;
   bool AttributeToLocation(const CUmemLocation& location, Attribution* at) const;
 
-  // Rounds `bytes` up to the device's granularity and charges it. False: over the cap, or a
-  // device outside the slice; nothing changed.
+  // Rounds `bytes` up to the device's granularity and charges it. False: over the cap, a
+  // device outside the slice, or a device that cannot be identified; nothing changed, the
+  // refusal counted.
   bool Reserve(const Attribution& at, uint64_t bytes, Reservation* reservation);
   // Makes the reservation `bytes` (rounded), charging or returning the difference. False (the
-  // growth is refused): the reservation is unchanged.
+  // growth is refused, and counted): the reservation is unchanged.
   bool Resize(const Attribution& at, uint64_t bytes, Reservation* reservation);
   void Rollback(const Reservation& reservation);
-  // Remembers key -> charge. False when the table cannot: the caller undoes and rolls back.
+  // Remembers key -> charge. False when the table cannot (counted as a fail-closed refusal):
+  // the caller undoes and rolls back.
   bool Record(PointerKind kind, uint64_t key, const Attribution& at, const Reservation& reservation);
 
   // allocate(uint64_t* key) -> CUresult calls the driver; undo(uint64_t key) frees what it
@@ -94,6 +101,9 @@ class MemoryAccounting {
 
  private:
   void Settle(const ClaimedEntry& claimed, bool driver_freed);
+  // Count a refusal in the ledger and return false, for `return RefusedOverCap();`.
+  bool RefusedOverCap();
+  bool RefusedFailClosed();
 
   slice::Ledger* ledger_;
   DeviceMap* devices_;

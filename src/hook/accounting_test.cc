@@ -71,14 +71,17 @@ TEST_F(AccountingTest, OverTheCapTheDriverIsNotCalled) {
   EXPECT_EQ(Allocate(11 * kMiB, 0x2000, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_FALSE(called);
   EXPECT_EQ(Used(), 90 * kMiB);
+  EXPECT_EQ(slice_.counters().oom_refusals, 1u) << "the refusal is counted in the ledger";
   EXPECT_EQ(Allocate(10 * kMiB, 0x2000), CUDA_SUCCESS) << "exactly up to the cap";
   EXPECT_EQ(Used(), 100 * kMiB);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{1, 0, 0, 0, 0})) << "successes count nothing";
 }
 
 TEST_F(AccountingTest, DriverErrorsAreReturnedUntouchedAndRolledBack) {
   EXPECT_EQ(Allocate(10 * kMiB, 0, CUDA_ERROR_INVALID_VALUE), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(Allocate(10 * kMiB, 0, CUDA_ERROR_OUT_OF_MEMORY), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(Used(), 0u);
+  EXPECT_EQ(slice_.counters(), slice::LedgerCounters{}) << "the driver's own errors are not fgpu's refusals";
 }
 
 TEST_F(AccountingTest, DeviceOutsideTheSliceHasNoMemory) {
@@ -86,6 +89,15 @@ TEST_F(AccountingTest, DeviceOutsideTheSliceHasNoMemory) {
   bool called = false;
   EXPECT_EQ(Allocate(2 * kMiB, 0x1000, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_FALSE(called);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{1, 0, 0, 0, 0})) << "a cap of 0 is a cap";
+}
+
+TEST_F(AccountingTest, ADeviceThatCannotBeIdentifiedIsRefusedAndCountedAsFailClosed) {
+  fake_.current = fake_.NewContext(7);  // the driver cannot give device 7's UUID
+  bool called = false;
+  EXPECT_EQ(Allocate(2 * kMiB, 0x1000, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_FALSE(called);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{0, 1, 0, 0, 0}));
 }
 
 TEST_F(AccountingTest, UnknownPointersAreForwardedUntouched) {
@@ -121,6 +133,7 @@ TEST_F(AccountingTest, ResizeChargesWhatTheDriverChose) {
   EXPECT_EQ(Used(), 2 * kMiB);
   EXPECT_FALSE(accounting_.Resize(at, 200 * kMiB, &reservation));
   EXPECT_EQ(reservation.bytes, 2 * kMiB) << "a refused growth leaves the reservation as it was";
+  EXPECT_EQ(slice_.counters().oom_refusals, 1u);
   accounting_.Rollback(reservation);
   EXPECT_EQ(Used(), 0u);
 }
@@ -194,6 +207,7 @@ TEST_F(FullTableAccountingTest, AFullTableUndoesTheAllocationInsteadOfLosingTheC
   EXPECT_TRUE(called);
   EXPECT_TRUE(undone);
   EXPECT_EQ(Used(), 8 * kMiB);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{0, 1, 0, 0, 0})) << "not the cap: fgpu could not keep the books";
 }
 
 }  // namespace

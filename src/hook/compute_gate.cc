@@ -232,6 +232,8 @@ GpuGate* Resolve(CUdevice ordinal) {
                  row < 0 ? "every row of its compute board is held by another slice"
                          : "cannot start the completion thread");
     }
+    // Once per process and GPU: the gate is never resolved again.
+    hook.ledger->CountComputeUnenforced();
     gate->state.store(GpuGate::kUngated, std::memory_order_release);
     return nullptr;
   }
@@ -383,9 +385,11 @@ CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, F
     if (admission.verdict == compute::Admission::kGo) break;
     Close(batch, /*late=*/false);  // what we queued must be measured while we wait
     SleepUntil(std::min(admission.until_ns, now + limiter.policy().poll_ns));
-    now = compute::MonotonicNs();
+    const int64_t woke = compute::MonotonicNs();
+    limiter.OnWaited(woke - now);
+    now = woke;
   }
-  if (now != arrived) limiter.OnThrottled(now - arrived);
+  if (now != arrived) limiter.OnThrottled();
   if (batch.open.launches > 0 && (batch.gate != gate || batch.context != context || batch.stream != stream ||
                                   batch.per_thread_stream != per_thread_stream || batch.open.kind != kind ||
                                   now - batch.last_launch_ns > kPausedNs)) {

@@ -20,8 +20,8 @@
 //   launch. Event syncs do not: a loop that keeps N launches in flight and waits for the oldest
 //   would otherwise make every launch a batch of its own.
 // - Devices outside the slice, a board that cannot be opened or joined (reported once on
-//   stderr) and contexts the hook cannot place are not gated: compute shares fail open, memory
-//   caps never do.
+//   stderr, and counted once per process and GPU in the ledger's compute_unenforced) and
+//   contexts the hook cannot place are not gated: compute shares fail open, memory caps never do.
 #pragma once
 
 #include "compute/limiter.h"

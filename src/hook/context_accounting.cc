@@ -1,5 +1,7 @@
 #include "hook/context_accounting.h"
 
+#include "slice/slice.h"
+
 namespace fgpu::hook {
 namespace {
 
@@ -96,6 +98,9 @@ CUresult ContextAccounting::Admit(CUcontext* pctx, CUdevice device, bool primary
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   if (!AddRecord(record)) {
+    // kMaxContexts charged contexts already: a charge without its record could never be
+    // credited, so the context is refused (fail closed).
+    memory_->ledger().CountFailClosedRefusal();
     memory_->Rollback(record.charge);
     unmake(ctx);
     *pctx = nullptr;

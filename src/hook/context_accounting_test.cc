@@ -138,6 +138,16 @@ TEST_F(ContextAccountingTest, OverTheCapTheContextIsDestroyedAgain) {
   EXPECT_EQ(second, nullptr);
   ASSERT_EQ(fake_.destroyed.size(), 1u);
   EXPECT_EQ(Used(), 600 * kMiB);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{1, 0, 0, 0, 0}));
+}
+
+TEST_F(ContextAccountingTest, OneContextMoreThanTheRegistryHoldsIsRefusedAsFailClosed) {
+  CUcontext ctx = nullptr;
+  for (int i = 0; i < ContextAccounting::kMaxContexts; ++i) ASSERT_EQ(Create(0, 2 * kMiB, &ctx), CUDA_SUCCESS) << i;
+  EXPECT_EQ(Create(0, 2 * kMiB, &ctx), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_EQ(Used(), ContextAccounting::kMaxContexts * 2 * kMiB) << "its charge was rolled back";
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{0, 1, 0, 0, 0})) << "not the cap: no record to keep it";
 }
 
 TEST_F(ContextAccountingTest, NoContextOnADeviceOutsideTheSlice) {

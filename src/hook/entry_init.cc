@@ -10,6 +10,7 @@
 #include "hook/proc_address.h"
 #include "hook/real_driver.h"
 #include "hook/real_driver_internal.h"
+#include "slice/slice.h"
 
 using fgpu::hook::CudaSymbol;
 using fgpu::hook::HookState;
@@ -30,6 +31,7 @@ CUresult Substitute(const char* symbol, void** pfn, CUresult rc, CUdriverProcAdd
   }
   *pfn = nullptr;
   if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (fgpu::slice::Ledger* ledger = HookState().ledger) ledger->CountFailClosedRefusal();
   fgpu::hook::LogProblem(
       "cuGetProcAddress(\"%s\") returned a variant this fgpu does not know; refused "
       "(CUDA_ERROR_NOT_SUPPORTED) so that no allocation escapes the slice",

@@ -5,6 +5,7 @@
 
 #include "hook/device_map.h"
 #include "hook/real_driver.h"
+#include "slice/slice.h"
 
 namespace fgpu::hook {
 namespace {
@@ -98,6 +99,11 @@ GraphAccounting::Walk GraphAccounting::Measure(CUgraph graph, ExecEntry* exec) {
   return Walk::kMeasured;
 }
 
+CUresult GraphAccounting::RefusedUnknownBytes() {
+  memory_->ledger().CountFailClosedRefusal();
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 bool GraphAccounting::ReserveMissing(ExecEntry& exec, std::vector<size_t>* reserved) {
   for (size_t i = 0; i < exec.portions.size(); ++i) {
     Portion& portion = exec.portions[i];
@@ -142,7 +148,7 @@ CUresult GraphAccounting::Instantiate(CUgraph graph, bool uploads,
   std::unique_lock lock(mu_);
   if (lost) {
     poisoned_ = true;  // its exec stays unknown: launches of unknown execs are refused now
-    if (uploads) return CUDA_ERROR_OUT_OF_MEMORY;  // the upload would take unknown bytes
+    if (uploads) return RefusedUnknownBytes();  // the upload would take unknown bytes
   }
   if (lost || walk == Walk::kNoAllocations) {
     lock.unlock();
@@ -152,7 +158,7 @@ CUresult GraphAccounting::Instantiate(CUgraph graph, bool uploads,
   if (walk == Walk::kFailed) {
     // Bytes unknown: the exec is remembered so that its launches are refused; an upload at
     // instantiation would let the driver take them now, so it is refused before the call.
-    if (uploads) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (uploads) return RefusedUnknownBytes();
     exec = ExecEntry{};
     exec.measured = false;
   }
@@ -163,9 +169,9 @@ CUresult GraphAccounting::Instantiate(CUgraph graph, bool uploads,
       reserved.reserve(exec.portions.size());
     } catch (const std::bad_alloc&) {
       poisoned_ = true;
-      return CUDA_ERROR_OUT_OF_MEMORY;
+      return RefusedUnknownBytes();
     }
-    if (!ReserveMissing(exec, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!ReserveMissing(exec, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;  // counted by Reserve
   }
   CUgraphExec out = nullptr;
   const CUresult rc = instantiate(&out);
@@ -189,12 +195,12 @@ CUresult GraphAccounting::Launch(CUgraphExec exec_handle, FunctionRef<CUresult()
   std::unique_lock lock(mu_);
   auto it = execs_.find(exec_handle);
   if (it == execs_.end()) {
-    if (poisoned_) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (poisoned_) return RefusedUnknownBytes();
     lock.unlock();
     return launch();
   }
   ExecEntry& exec = it->second;
-  if (!exec.measured) return CUDA_ERROR_OUT_OF_MEMORY;  // its bytes are unknown: fail closed
+  if (!exec.measured) return RefusedUnknownBytes();
   exec.last_launch = ++launches_;
   const bool resident = std::all_of(exec.portions.begin(), exec.portions.end(),
                                     [](const Portion& p) { return p.resident; });
@@ -207,9 +213,9 @@ CUresult GraphAccounting::Launch(CUgraphExec exec_handle, FunctionRef<CUresult()
     reserved.reserve(exec.portions.size());
   } catch (const std::bad_alloc&) {
     poisoned_ = true;
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return RefusedUnknownBytes();
   }
-  if (!ReserveMissing(exec, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!ReserveMissing(exec, &reserved)) return CUDA_ERROR_OUT_OF_MEMORY;  // counted by Reserve
   const CUresult rc = launch();
   if (rc != CUDA_SUCCESS) {
     RollbackPortions(exec, reserved);

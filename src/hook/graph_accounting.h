@@ -31,6 +31,9 @@
 // - The table and the walk allocate. If an allocation fails the accounting is poisoned: from
 //   then on a launch of an exec it does not know is refused with CUDA_ERROR_OUT_OF_MEMORY (fail
 //   closed), since it may be one whose bytes were lost.
+// - Counters: a refusal for the cap is counted in the ledger's oom_refusals (by
+//   MemoryAccounting::Reserve), one for unknown bytes (the cases above marked fail closed, and a
+//   failed allocation of the hook's own bookkeeping) in fail_closed_refusals; once per refused call.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +96,8 @@ class GraphAccounting {
   // Reserves every portion not resident; all or nothing. Caller holds mu_.
   bool ReserveMissing(ExecEntry& exec, std::vector<size_t>* reserved);
   void RollbackPortions(ExecEntry& exec, const std::vector<size_t>& reserved);
+  // Counts a fail-closed refusal; returns CUDA_ERROR_OUT_OF_MEMORY.
+  CUresult RefusedUnknownBytes();
   void ReleaseResident(Portion& portion);
 
   MemoryAccounting* memory_;

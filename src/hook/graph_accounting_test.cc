@@ -227,6 +227,7 @@ TEST_F(GraphAccountingTest, OverTheCapTheDriverIsNotCalled) {
   EXPECT_EQ(Launch(200, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_FALSE(called);
   EXPECT_EQ(Used(), 60 * kMiB);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{1, 0, 0, 0, 0}));
   ASSERT_EQ(Destroy(100), CUDA_SUCCESS);
   EXPECT_EQ(Used(), 0u);
   EXPECT_EQ(Launch(200), CUDA_SUCCESS) << "room again after the first exec is destroyed";
@@ -471,6 +472,7 @@ TEST_F(GraphAccountingTest, AGraphTheDriverCannotDescribeFailsClosed) {
   EXPECT_EQ(Launch(100, CUDA_SUCCESS, &called), CUDA_ERROR_OUT_OF_MEMORY) << "bytes unknown: refused";
   EXPECT_FALSE(called);
   EXPECT_EQ(Used(), 0u);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{0, 2, 0, 0, 0})) << "the upload and the launch, fail closed";
   EXPECT_EQ(Destroy(100), CUDA_SUCCESS);
   EXPECT_EQ(Launch(100), CUDA_SUCCESS) << "forgotten once destroyed (a reused handle is forwarded)";
   // An unknown graph handle: the driver refuses the instantiation too.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hook/real_calls.h"
+#include "slice/ledger_counters_print.h"
 #include "slice/slice.h"
 
 namespace fgpu::hook::testing {
@@ -64,6 +65,8 @@ class TestSlice {
   TestSlice& operator=(const TestSlice&) = delete;
 
   slice::Ledger* ledger() const { return ledger_; }
+  // What the slice's ledger counted (refusals, degraded modes).
+  slice::LedgerCounters counters() const { return ledger_->Counters(); }
 
  private:
   std::string dir_;

@@ -202,6 +202,11 @@ void PoolAccounting::Record(PoolSlot* slot, uint64_t ptr, uint64_t bytes) {
   (void)table_.Insert(PointerKind::kDevicePointer, ptr, entry);
 }
 
+CUresult PoolAccounting::RefusedOverCap() {
+  ledger_->CountOomRefusal();
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 void PoolAccounting::DropLive(PoolSlot* slot, uint64_t bytes) {
   uint64_t live = slot->live.load();
   while (!slot->live.compare_exchange_weak(live, live > bytes ? live - bytes : 0)) {

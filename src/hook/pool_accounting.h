@@ -13,7 +13,8 @@
 //   changed); after the call RESERVED_MEM_CURRENT is read and the ledger settled to it: the
 //   unneeded part of the reservation is released, a larger growth (fragmentation) is charged on
 //   top, and if that is refused the allocation is undone (freed, its stream synchronised, the pool
-//   trimmed back to what the ledger covers) and CUDA_ERROR_OUT_OF_MEMORY returned.
+//   trimmed back to what the ledger covers) and CUDA_ERROR_OUT_OF_MEMORY returned. Each such
+//   refusal is counted once in the ledger's oom_refusals.
 // - Freed(): nothing is credited (the pool keeps the memory); only `live` shrinks.
 // - Reconcile*(): after a synchronisation or cuMemPoolTrimTo, `charged` is settled to the reserve.
 //   Growth is charged; a drop is credited only when no allocation on that pool was in flight
@@ -114,6 +115,9 @@ class PoolAccounting {
   void FinalizeLocked(PoolSlot* slot);
   void Record(PoolSlot* slot, uint64_t ptr, uint64_t bytes);
   void DropLive(PoolSlot* slot, uint64_t bytes);
+  // Counts an allocation refused for the cap (a pool outside the slice has cap 0) in the
+  // ledger's oom_refusals; returns CUDA_ERROR_OUT_OF_MEMORY.
+  CUresult RefusedOverCap();
   // The slow path of Allocate, under slot->mu. Undo as in Allocate.
   template <typename AllocateFn, typename UndoFn>
   CUresult AllocateSlow(PoolSlot* slot, uint64_t bytes, uint64_t live_after, AllocateFn& allocate, UndoFn& undo);
@@ -171,7 +175,7 @@ CUresult PoolAccounting::AllocateSlow(PoolSlot* slot, uint64_t bytes, uint64_t l
   const uint64_t need = RoundUpToGranule(shortfall, slot->granularity);
   if (need != 0 && !LedgerReserve(ledger_, slot->slice_device, need)) {
     DropLive(slot, bytes);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return RefusedOverCap();
   }
   uint64_t ptr = 0;
   const CUresult rc = allocate(&ptr);
@@ -198,7 +202,7 @@ CUresult PoolAccounting::AllocateSlow(PoolSlot* slot, uint64_t bytes, uint64_t l
   if (QueryReserve(*slot, &reserve) && !SettleLocked(slot, before + need, reserve, before)) {
     slot->charged.store(before + need);  // still above the cap: the next reconcile retries
   }
-  return CUDA_ERROR_OUT_OF_MEMORY;
+  return RefusedOverCap();
 }
 
 template <typename Free>

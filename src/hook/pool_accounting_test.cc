@@ -186,6 +186,7 @@ TEST_F(PoolAccountingTest, GrowthPastTheCapIsRefusedBeforeTheDriver) {
   EXPECT_EQ(Alloc(600 * kMiB, &b, nullptr, 0, &called), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_FALSE(called);
   EXPECT_EQ(Used(), 600 * kMiB);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{1, 0, 0, 0, 0}));
   EXPECT_EQ(pools_.LiveFor(kDefault0), 600 * kMiB);
   // Only the growth is admitted, not the request: 424 MiB more reaches exactly the cap.
   EXPECT_EQ(Alloc(424 * kMiB, &b), CUDA_SUCCESS);
@@ -202,6 +203,7 @@ TEST_F(PoolAccountingTest, GrowthBeyondWhatWasAdmittedIsUndone) {
   uint64_t b = 0;
   EXPECT_EQ(Alloc(2 * kMiB, &b, nullptr, 0, nullptr, &undone), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_TRUE(undone);
+  EXPECT_EQ(slice_.counters().oom_refusals, 1u) << "one refused allocation, one count";
   EXPECT_EQ(Reserved(kDefault0), 602 * kMiB) << "trimmed back to what the ledger covers";
   EXPECT_EQ(Used(), 602 * kMiB);
   EXPECT_EQ(pools_.ChargedFor(kDefault0), Reserved(kDefault0));
@@ -299,6 +301,7 @@ TEST_F(PoolAccountingTest, ADeviceOutsideTheSliceIsRefused) {
   uint64_t a = 0;
   EXPECT_EQ(Alloc(2 * kMiB, &a, nullptr, 1, &called), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_FALSE(called);
+  EXPECT_EQ(slice_.counters().oom_refusals, 1u);
 }
 
 TEST_F(PoolAccountingTest, UnknownPointersAreNotOurs) {

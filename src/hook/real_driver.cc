@@ -113,6 +113,9 @@ void Init() {
 
   if (options.disabled) {
     state.mode = Mode::kPassThrough;
+    // Unenforced, and counted in the slice it was meant to run in (docs/hook.md "Counters"):
+    // no slot, no failure, nothing kept mapped.
+    if (options.slice_set) slice::Ledger::CountPassThrough(options.slice_dir);
   } else if (g_cuda_library == nullptr) {
     // The application cannot reach a driver either (it would need this soname); report it as
     // the driver-less machine it is.

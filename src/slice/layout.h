@@ -92,12 +92,24 @@ struct LedgerHeader {
   uint32_t slot_count;    // kMaxProcesses
   uint32_t slot_size;     // SlotSize(device_count)
   uint32_t slots_offset;  // SlotsOffset(device_count)
-  uint8_t reserved[24];
+  // Counters of refusals and degraded modes (slice.h LedgerCounters): atomic, monotonic, only
+  // ever changed by a relaxed __atomic_fetch_add. These bytes were reserved (0) before, so a
+  // ledger written earlier reads as "nothing counted" and needs no version bump.
+  uint64_t oom_refusals;
+  uint32_t fail_closed_refusals;
+  uint32_t compute_unenforced;
+  uint32_t no_free_slot;
+  uint32_t pass_through;
 };
 static_assert(offsetof(LedgerHeader, device_count) == 24);
 static_assert(offsetof(LedgerHeader, slot_count) == 28);
 static_assert(offsetof(LedgerHeader, slot_size) == 32);
 static_assert(offsetof(LedgerHeader, slots_offset) == 36);
+static_assert(offsetof(LedgerHeader, oom_refusals) == 40);
+static_assert(offsetof(LedgerHeader, fail_closed_refusals) == 48);
+static_assert(offsetof(LedgerHeader, compute_unenforced) == 52);
+static_assert(offsetof(LedgerHeader, no_free_slot) == 56);
+static_assert(offsetof(LedgerHeader, pass_through) == 60);
 static_assert(sizeof(LedgerHeader) == 64);
 
 // D: the device's 128-bit word {used, last}, alone on its cache line so that devices do not

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "slice/ledger_counters.h"
 #include "slice/ledger_protocol.h"
 #include "slice/process_liveness.h"
 #include "slice/slice.h"
@@ -180,6 +181,7 @@ void ClaimSlotsInForkedChild() {
     if (self.start_time == 0) continue;  // cannot identify ourselves: fail closed
     impl->slot = impl->protocol.Claim(self);
     if (impl->slot < 0 && impl->protocol.ReapDead(self) > 0) impl->slot = impl->protocol.Claim(self);
+    if (impl->slot < 0) CountIn(impl->ledger.base(), Counter::kNoFreeSlot);  // every Reserve refuses
   }
 }
 
@@ -218,6 +220,7 @@ Result<Ledger*> Ledger::Attach(const char* dir) {
   if (impl->slot < 0) impl->slot = impl->protocol.Claim(self);
   if (impl->slot < 0 && impl->protocol.ReapDead(self) > 0) impl->slot = impl->protocol.Claim(self);
   if (impl->slot < 0) {
+    CountIn(impl->ledger.base(), Counter::kNoFreeSlot);
     delete impl;
     return Status::ResourceExhausted(base + "/" + kLedgerFileName + ": all " + std::to_string(kMaxProcesses) +
                                      " process slots are held by live processes");
@@ -361,6 +364,28 @@ int Ledger::ReapDeadProcesses() { return impl_->protocol.ReapDead(impl_->self); 
 uint64_t Ledger::LimitsGeneration() const {
   const auto* header = reinterpret_cast<const layout::LimitsHeader*>(impl_->limits.base());
   return __atomic_load_n(&header->generation, __ATOMIC_ACQUIRE);
+}
+
+void Ledger::CountOomRefusal() {
+  if (impl_->slot >= 0) CountIn(impl_->ledger.base(), Counter::kOomRefusals);
+}
+
+void Ledger::CountFailClosedRefusal() { CountIn(impl_->ledger.base(), Counter::kFailClosedRefusals); }
+
+void Ledger::CountComputeUnenforced() { CountIn(impl_->ledger.base(), Counter::kComputeUnenforced); }
+
+LedgerCounters Ledger::Counters() const { return ReadCounters(impl_->ledger.base()); }
+
+bool Ledger::CountPassThrough(const char* dir) {
+  if (dir == nullptr || *dir == '\0') return false;
+  const std::string base(dir);
+  Result<MappedFile> limits = MapLimits(base + "/" + kLimitsFileName, /*writable=*/false, /*keep_fd=*/false);
+  if (!limits.ok()) return false;
+  const uint32_t device_count = reinterpret_cast<const layout::LimitsHeader*>(limits->base())->device_count;
+  Result<MappedFile> ledger = MapLedger(base + "/" + kLedgerFileName, device_count, /*keep_fd=*/false);
+  if (!ledger.ok()) return false;
+  CountIn(ledger->base(), Counter::kPassThrough);
+  return true;  // both mappings go with `limits` and `ledger`
 }
 
 int Ledger::TEST_slot() const { return impl_->slot; }

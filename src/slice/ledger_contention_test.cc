@@ -58,6 +58,7 @@ int Worker(Ledger* ledger, Shared& shared, int threads_per_process, int rounds) 
       int64_t refused = 0;
       for (int round = 0; round < rounds; ++round) {
         if (!ledger->Reserve(0, kReservation)) {
+          ledger->CountOomRefusal();  // what the hook does: the counter takes the same contention
           ++refused;
           continue;
         }
@@ -131,6 +132,9 @@ TEST_P(LedgerContention, NoInterleavingAdmitsPastTheCapAndNothingLeaks) {
   EXPECT_EQ(shared->admitted.load() + shared->refused.load(),
             int64_t{processes} * threads_per_process * rounds);
   EXPECT_GT(shared->admitted.load(), 0);
+  const Result<LedgerCounters> counters = admin->Counters();
+  ASSERT_TRUE(counters.ok());
+  EXPECT_EQ(counters->oom_refusals, static_cast<uint64_t>(shared->refused.load())) << "no refusal count lost";
   // The workers are gone (some were already reaped by their peers' failed reservations):
   // reaping frees the remaining slots, which held no charge.
   admin->ReapDeadProcesses();

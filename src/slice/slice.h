@@ -70,10 +70,23 @@ struct ProcessUsage {
   std::vector<uint64_t> charged;  // per slice device
 };
 
+// The ledger's counters of refusals and degraded modes (docs/slice-format.md "Counters"): shared
+// by every process of the slice, monotonic (they wrap, which a Prometheus counter reads as a
+// reset), and kept across crashes since they live in the file.
+struct LedgerCounters {
+  uint64_t oom_refusals = 0;          // allocations refused with OUT_OF_MEMORY: the cap would be exceeded
+  uint32_t fail_closed_refusals = 0;  // requests refused because fgpu could not know their cost
+  uint32_t compute_unenforced = 0;    // (process, GPU) pairs that ran without compute enforcement
+  uint32_t no_free_slot = 0;          // processes refused: all kMaxProcesses slots were held
+  uint32_t pass_through = 0;          // processes that ran with FGPU_DISABLE=1 in this slice
+  bool operator==(const LedgerCounters&) const = default;
+};
+
 struct UsageSnapshot {
-  std::vector<uint64_t> used;  // per slice device
+  std::vector<uint64_t> used;  // per slice device; empty when the ledger cannot be read
   std::vector<uint64_t> caps;
   std::vector<ProcessUsage> processes;
+  LedgerCounters counters;  // all 0 when `used` is empty
 };
 
 // Creator side: makes, resizes, inspects and removes slices. Not used by the hook.
@@ -96,7 +109,10 @@ class SliceAdmin {
   // generation bump: a reader that needs share and mode|tier as one pair re-reads on a
   // generation change.
   Status SetCompute(int device, uint32_t share, ComputeMode mode, Tier tier);
-  UsageSnapshot Usage() const;
+  UsageSnapshot Usage() const;  // counters included
+  // The ledger's counters alone (five relaxed atomic loads). Unavailable when the ledger file no
+  // longer has its mapped size (reading it would raise SIGBUS).
+  Result<LedgerCounters> Counters() const;
   // Releases the charges of dead processes. Returns how many were reaped.
   int ReapDeadProcesses();
   // Deletes both files and the directory.
@@ -123,7 +139,8 @@ class Ledger {
  public:
   // Maps `dir`/limits read-only and `dir`/ledger read-write, validates both, reaps dead
   // processes, claims (or re-uses, for the same pid + start time) a process slot.
-  // Errors name the file and the problem: NotFound, VersionMismatch, Corrupt, ResourceExhausted.
+  // Errors name the file and the problem: NotFound, VersionMismatch, Corrupt, ResourceExhausted
+  // (no free slot: counted in the ledger's no_free_slot, as is a forked child that finds none).
   // Attaching the same slice again in this process returns the same Ledger. A forked child
   // gets a slot of its own (pthread_atfork handler; no slot → Reserve refuses, fail closed).
   static Result<Ledger*> Attach(const char* dir);  // never freed: the hook lives as long as the process
@@ -154,6 +171,20 @@ class Ledger {
   int ReapDeadProcesses();
   // The limits file's generation: changes whenever a cap or share changes (one atomic load).
   uint64_t LimitsGeneration() const;
+
+  // Counters (LedgerCounters), for the interposer's refusal sites: one relaxed atomic add on
+  // the mapped ledger each; no syscall, no lock, no allocation.
+  // A process without a slot (a forked child that found none) is refused every reservation for
+  // that reason, already counted once in no_free_slot: CountOomRefusal does not count those.
+  void CountOomRefusal();
+  void CountFailClosedRefusal();
+  void CountComputeUnenforced();  // once per process and GPU: the caller makes sure
+  LedgerCounters Counters() const;
+  // Pass-through (FGPU_DISABLE=1) with `dir` naming a slice: maps and validates both files as
+  // Attach does, adds one to pass_through and unmaps them. Claims no slot, reaps nothing, takes
+  // no lock, and never blocks on a special file (opened O_NONBLOCK). False, with nothing
+  // counted, when the slice cannot be used (missing, corrupt, not writable).
+  static bool CountPassThrough(const char* dir);
 
   // ---- Extra methods (for testing) ----
   int TEST_slot() const;  // this process's slot index, -1 when it has none

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "slice/ledger_counters.h"
 #include "slice/ledger_protocol.h"
 #include "slice/process_liveness.h"
 #include "slice/slice.h"
@@ -128,6 +129,7 @@ UsageSnapshot SliceAdmin::Usage() const {
   for (int device = 0; device < count; ++device) snapshot.caps.push_back(impl_->protocol.Cap(device));
   if (!impl_->ledger.StillWhole()) return snapshot;  // truncated under us: report nothing rather than crash
   for (int device = 0; device < count; ++device) snapshot.used.push_back(impl_->protocol.Used(device));
+  snapshot.counters = ReadCounters(impl_->ledger.base());
   for (int slot = 0; slot < kMaxProcesses; ++slot) {
     const SlotIdentity identity = impl_->protocol.Identity(slot);
     if (identity.state != layout::kLive) continue;
@@ -139,6 +141,13 @@ UsageSnapshot SliceAdmin::Usage() const {
     snapshot.processes.push_back(std::move(process));
   }
   return snapshot;
+}
+
+Result<LedgerCounters> SliceAdmin::Counters() const {
+  if (!impl_->ledger.StillWhole()) {
+    return Status::Unavailable(impl_->dir + "/" + kLedgerFileName + ": no longer has its mapped size");
+  }
+  return ReadCounters(impl_->ledger.base());
 }
 
 int SliceAdmin::ReapDeadProcesses() {

@@ -111,7 +111,9 @@ std::vector<char> BuildLedger(uint32_t device_count) {
 template <typename Header, typename Check>
 Result<MappedFile> OpenAndMap(const std::string& path, const char (&magic)[8], bool writable, bool keep_fd,
                               Check check) {
-  const int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO planted under the name must not hang the opener (the hook at init); it
+  // is then refused as not a regular file. No effect on a regular file.
+  const int fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return Status::NotFound(path + ": no such file");

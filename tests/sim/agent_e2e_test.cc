@@ -328,5 +328,35 @@ TEST_F(AgentE2e, AGpuUnderItsFreeMemoryThresholdIsFencedAndRelieved) {
   std::filesystem::remove(config);
 }
 
+// Starvation through the real counters: a busy latency-tier slice holds the lower tiers off
+// (docs/compute.md), so the standard-tier slice waits in the gate and gets almost nothing; the
+// agent finds it starved within a window, fences the GPU and evicts the batch-tier slice, the
+// lowest tier below it.
+TEST_F(AgentE2e, AStarvedSliceFencesItsGpuAndEvictsTheLowestTierBelowIt) {
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"stop_loss": {"starved_below": 0.5, "starve_window_s": 2, "grace_s": 1}})";
+  StartAgent({"--config", config});
+  const std::string agent = "unix:" + state_ + "/agent.sock";
+  const std::vector<std::string> boards = {"FGPU_COMPUTE_DIR=" + state_ + "/boards"};  // the agent's
+  const auto slice = [](const char* share, const char* tier) {
+    return std::vector<std::string>{"--memory", "1GiB", "--compute", share, "--tier", tier, "--device", "0"};
+  };
+  const std::vector<std::string> spin = {FGPU_PROBE_PATH, "spin", "--duty", "100", "--seconds", "12", "--kernel-us", "1000"};
+  auto latency = RunThrough(segment_, config_, agent, slice("30", "latency"), spin, boards);
+  auto standard = RunThrough(segment_, config_, agent, slice("40", "standard"), spin, boards);
+  auto batch = RunThrough(segment_, config_, agent, slice("20", "batch"),
+                          {FGPU_PROBE_PATH, "alloc", "--bytes", "64MiB", "--hold-ms", "20000"}, boards);
+  EXPECT_EQ(batch->Wait().exit_code, 128 + SIGTERM) << "the batch slice was evicted";
+  const json gpus = json::parse(Call("GET", "/v1/gpus")->body);
+  const std::string metrics = Call("GET", "/metrics")->body;
+  EXPECT_NE(metrics.find("fgpu_stop_loss_evictions_total 1"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("fgpu_stop_loss_starvations_total 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("fgpu_gpu_fenced{gpu=\"0\""), std::string::npos) << metrics;
+  latency->Kill();
+  standard->Kill();
+  EXPECT_NE(gpus[0]["fenced"].get<std::string>().find("starved"), std::string::npos) << gpus;
+  std::filesystem::remove(config);
+}
+
 }  // namespace
 }  // namespace fgpu::testing
