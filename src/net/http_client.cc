@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -34,33 +35,56 @@ class Fd {
   int fd_;
 };
 
-Result<int> Connect(const Endpoint& endpoint) {
+// connect() bounded by `deadline_ms`. A blocking connect to a listener that does not accept (a
+// stopped agent whose backlog is full) would wait forever on a Unix socket and for minutes on
+// TCP; callers such as the Slurm plugin in slurmstepd must never hang on the agent.
+Status ConnectBy(int fd, const sockaddr* address, socklen_t length, int64_t deadline_ms) {
+  for (;;) {
+    if (connect(fd, address, length) == 0) return Status::Ok();
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) {  // a Unix socket's backlog is full: the listener may yet accept
+      if (NowMs() >= deadline_ms) return Status::Unavailable("timed out (the listener accepts no connection)");
+      usleep(5000);
+      continue;
+    }
+    if (errno != EINPROGRESS) return Status::Unavailable(std::strerror(errno));
+    pollfd entry{fd, POLLOUT, 0};
+    const int64_t left = deadline_ms - NowMs();
+    if (left <= 0 || poll(&entry, 1, static_cast<int>(left)) <= 0) return Status::Unavailable("timed out");
+    int error = 0;
+    socklen_t size = sizeof(error);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) error = errno;
+    return error == 0 ? Status::Ok() : Status::Unavailable(std::strerror(error));
+  }
+}
+
+Result<int> Connect(const Endpoint& endpoint, int64_t deadline_ms) {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
   if (endpoint.unix_socket) {
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    if (endpoint.path.empty() || endpoint.path.size() >= sizeof(address.sun_path)) {
+    auto* address = reinterpret_cast<sockaddr_un*>(&storage);
+    address->sun_family = AF_UNIX;
+    if (endpoint.path.empty() || endpoint.path.size() >= sizeof(address->sun_path)) {
       return Status::InvalidArgument("socket path too long or empty: " + endpoint.path);
     }
-    std::memcpy(address.sun_path, endpoint.path.c_str(), endpoint.path.size() + 1);
-    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-      const std::string reason = std::strerror(errno);
-      if (fd >= 0) close(fd);
-      return Status::Unavailable("cannot connect to " + endpoint.path + ": " + reason);
+    std::memcpy(address->sun_path, endpoint.path.c_str(), endpoint.path.size() + 1);
+    length = sizeof(sockaddr_un);
+  } else {
+    auto* address = reinterpret_cast<sockaddr_in*>(&storage);
+    address->sin_family = AF_INET;
+    address->sin_port = htons(static_cast<uint16_t>(endpoint.port));
+    if (inet_pton(AF_INET, endpoint.host.c_str(), &address->sin_addr) != 1) {
+      return Status::InvalidArgument("not an IPv4 address: " + endpoint.host);
     }
-    return fd;
+    length = sizeof(sockaddr_in);
   }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(endpoint.port));
-  if (inet_pton(AF_INET, endpoint.host.c_str(), &address.sin_addr) != 1) {
-    return Status::InvalidArgument("not an IPv4 address: " + endpoint.host);
-  }
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
-    const std::string reason = std::strerror(errno);
-    if (fd >= 0) close(fd);
-    return Status::Unavailable("cannot connect to " + ToString(endpoint) + ": " + reason);
+  const std::string where = endpoint.unix_socket ? endpoint.path : ToString(endpoint);
+  // Non-blocking for good: the reads and writes below wait with poll() and their own deadline.
+  const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Status::Unavailable("cannot connect to " + where + ": " + std::strerror(errno));
+  if (Status connected = ConnectBy(fd, reinterpret_cast<sockaddr*>(&storage), length, deadline_ms); !connected.ok()) {
+    close(fd);
+    return Status::Unavailable("cannot connect to " + where + ": " + connected.message());
   }
   return fd;
 }
@@ -130,10 +154,10 @@ std::string ToString(const Endpoint& endpoint) {
 
 Result<HttpResponse> HttpCall(const Endpoint& endpoint, const std::string& method, const std::string& target,
                               const std::string& body, int timeout_ms) {
-  Result<int> connected = Connect(endpoint);
+  const int64_t deadline = NowMs() + timeout_ms;
+  Result<int> connected = Connect(endpoint, deadline);
   if (!connected.ok()) return connected.status();
   const Fd fd(*connected);
-  const int64_t deadline = NowMs() + timeout_ms;
   std::string request = method + " " + target + " HTTP/1.1\r\nHost: fgpu-agent\r\nConnection: close\r\n";
   if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
     request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";

@@ -23,7 +23,9 @@ Result<Endpoint> ParseEndpoint(const std::string& text, bool any_port = false);
 std::string ToString(const Endpoint& endpoint);
 
 // Unavailable when nothing listens (the caller may fall back), InvalidArgument for a
-// malformed response, Unavailable on timeout.
+// malformed response, Unavailable on timeout. `timeout_ms` bounds the whole call, the connect
+// included (a listener that accepts nothing — a stopped server with a full backlog — cannot
+// hold the caller).
 Result<HttpResponse> HttpCall(const Endpoint& endpoint, const std::string& method, const std::string& target,
                               const std::string& body, int timeout_ms);
 

@@ -168,5 +168,38 @@ TEST(EndpointTest, NothingListeningIsUnavailable) {
   EXPECT_EQ(answer.status().code(), StatusCode::kUnavailable);
 }
 
+// A listener that accepts nothing (a stopped server) with its backlog full: the call gives up at
+// its timeout instead of blocking in connect().
+TEST(EndpointTest, AListenerThatAcceptsNothingTimesOutInConnect) {
+  const std::string path = "/tmp/fgpu-net-full-" + std::to_string(getpid()) + ".sock";
+  unlink(path.c_str());
+  const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listener, 0), 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 64; ++i) {  // until the kernel refuses more (backlog full)
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+      close(fd);
+      break;
+    }
+    fillers.push_back(fd);
+  }
+  const int64_t started = NowMs();
+  Result<HttpResponse> answer = HttpCall(*ParseEndpoint("unix:" + path), "GET", "/", "", 300);
+  const int64_t took = NowMs() - started;
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.status().code(), StatusCode::kUnavailable);
+  EXPECT_GE(took, 250);
+  EXPECT_LT(took, 3000) << "bounded by the call's timeout";
+  EXPECT_NE(answer.status().message().find("cannot connect"), std::string::npos) << answer.status().message();
+  for (int fd : fillers) close(fd);
+  close(listener);
+  unlink(path.c_str());
+}
+
 }  // namespace
 }  // namespace fgpu::net

@@ -1,0 +1,42 @@
+# ctest slurm.plugin_module: cmake -DMODULE=<fgpu_spank.so> -P check_module.cmake
+# Slurm finds the plugin by these exported names (a C++ build can silently lose them, see
+# src/slurm/README.md), and the module must load into srun and slurmstepd, which have no
+# sanitizer runtime and may have no (or another) libstdc++.
+set(expected plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_exit
+    slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init slurm_spank_user_init)
+execute_process(COMMAND nm -D --defined-only ${MODULE} OUTPUT_VARIABLE symbols RESULT_VARIABLE failed)
+if(failed)
+  message(FATAL_ERROR "nm -D failed on ${MODULE}")
+endif()
+# Each line is "ADDRESS TYPE NAME": the name ends the line.
+string(REGEX MATCHALL "[A-Za-z_][A-Za-z0-9_@.]*\n" names "${symbols}")
+set(exported "")
+foreach(name IN LISTS names)
+  string(STRIP "${name}" name)
+  list(APPEND exported ${name})
+endforeach()
+list(SORT exported)
+list(SORT expected)
+if(NOT exported STREQUAL expected)
+  message(FATAL_ERROR "${MODULE} exports [${exported}], expected exactly [${expected}]")
+endif()
+# What the host process must provide: libc, and the SPANK API of srun/slurmstepd.
+execute_process(COMMAND nm -D --undefined-only ${MODULE} OUTPUT_VARIABLE undefined RESULT_VARIABLE failed)
+string(REGEX MATCHALL " U [^@\n]+\n" unversioned "${undefined}")
+foreach(line IN LISTS unversioned)
+  string(REGEX REPLACE "^ U |\n$" "" name "${line}")
+  if(NOT name MATCHES "^(slurm_|spank_)")
+    message(FATAL_ERROR "${MODULE} needs ${name}, which neither libc nor Slurm provides")
+  endif()
+endforeach()
+execute_process(COMMAND readelf -d ${MODULE} OUTPUT_VARIABLE dynamic RESULT_VARIABLE failed)
+if(failed)
+  message(FATAL_ERROR "readelf -d failed on ${MODULE}")
+endif()
+string(REGEX MATCHALL "Shared library: \\[[^]]+\\]" needed "${dynamic}")
+foreach(library IN LISTS needed)
+  if(library MATCHES "asan|ubsan|tsan|libstdc\\+\\+|libgcc_s")
+    message(FATAL_ERROR "${MODULE} needs ${library}: it must load into Slurm's unsanitized C programs")
+  endif()
+endforeach()
+message(STATUS "${MODULE}: exports ${exported}; ${needed}")

@@ -1,0 +1,76 @@
+#include "slurm/step_slice.h"
+
+#include "core/units.h"
+#include "net/http_client.h"
+
+namespace fgpu::slurm {
+
+AgentCall UnixAgent(const std::string& socket_path, int timeout_ms) {
+  return [socket_path, timeout_ms](const std::string& method, const std::string& target, const std::string& body) {
+    net::Endpoint endpoint;
+    endpoint.unix_socket = true;
+    endpoint.path = socket_path;
+    return net::HttpCall(endpoint, method, target, body, timeout_ms);
+  };
+}
+
+Result<StepPlan> PlanStep(const SliceOptions& options, const StepFacts& facts) {
+  StepPlan plan;
+  plan.label = StepLabel(facts.identity.job_id, facts.identity.step_id);
+  if (Status complete = Complete(options); !complete.ok()) {
+    return Status::InvalidArgument("step " + plan.label + ": " + complete.message());
+  }
+  Result<std::string> gpu = ChooseStepGpu(facts.gpus);
+  if (!gpu.ok()) return Status::InvalidArgument("step " + plan.label + ": " + gpu.status().message());
+  plan.gpu = *gpu;
+  plan.summary = FormatByteSize(*options.memory_bytes);
+  if (options.compute_percent) plan.summary += " and " + std::to_string(*options.compute_percent) + "% compute";
+  plan.summary += " on GPU " + plan.gpu;
+  plan.body = BuildSliceRequest(options, plan.gpu, facts.identity);
+  return plan;
+}
+
+Result<GrantedSlice> AcquireSlice(const StepPlan& plan, const AgentCall& agent, const std::string& agent_name) {
+  Result<net::HttpResponse> answer = agent("POST", "/v1/slices", plan.body);
+  if (!answer.ok()) {
+    return Status::Unavailable("step " + plan.label + ": cannot get a slice of " + plan.summary +
+                               ": the node's fgpu agent at " + agent_name + " did not answer (" +
+                               answer.status().message() + "); is `fgpu agent` running on this node?");
+  }
+  Result<GrantedSlice> slice = ParseCreateReply(answer->status, answer->body);
+  if (slice.ok()) return slice;
+  if (answer->status == 201) {
+    // Made but unusable (an agent older than this plugin): give it back rather than leak it.
+    if (const std::string id = SliceIdOf(answer->body); !id.empty()) (void)ReleaseSlice(id, agent);
+    return Status::Internal("step " + plan.label + ": " + slice.status().message());
+  }
+  return Status::ResourceExhausted("step " + plan.label + " was refused a slice of " + plan.summary +
+                                   " by the node's fgpu agent: " + slice.status().message());
+}
+
+std::string JobSliceMarker(uint32_t job_id, const std::string& node, const std::string& slice_id) {
+  return std::to_string(job_id) + "@" + node + "@" + slice_id;
+}
+
+std::string JobSliceOf(const std::string& marker, uint32_t job_id, const std::string& node) {
+  const std::string prefix = std::to_string(job_id) + "@" + node + "@";
+  if (marker.size() <= prefix.size() || marker.compare(0, prefix.size(), prefix) != 0) return {};
+  const std::string id = marker.substr(prefix.size());
+  return id.find_first_of("@/?# ") == std::string::npos ? id : std::string();
+}
+
+Result<GrantedSlice> AdoptSlice(const std::string& id, const AgentCall& agent) {
+  Result<net::HttpResponse> answer = agent("GET", "/v1/slices/" + id, "");
+  if (!answer.ok()) return Status::Unavailable("cannot read the job's slice " + id + ": " + answer.status().message());
+  return ParseGetReply(answer->status, answer->body);
+}
+
+Status ReleaseSlice(const std::string& id, const AgentCall& agent) {
+  Result<net::HttpResponse> answer = agent("DELETE", "/v1/slices/" + id, "");
+  if (!answer.ok()) return Status::Unavailable("cannot release slice " + id + ": " + answer.status().message());
+  if (answer->status == 204 || answer->status == 200 || answer->status == 404) return Status::Ok();
+  return Status::Internal("cannot release slice " + id + ": HTTP " + std::to_string(answer->status) + " " +
+                          answer->body.substr(0, 200));
+}
+
+}  // namespace fgpu::slurm
