@@ -375,7 +375,12 @@ case_two_jobs_share_a_gpu() {
     expect_out_contains "\"total\":$((30 * GIB))"  # the slice's cap is the device the job sees
   done
   wait_for 50 "the slices to be released" has_slices node1 0
-  echo "PASS: two 30 GiB jobs ran at once on one simulated H100, each seeing a 30 GiB GPU"
+  # Chargeback by Slurm account: each slice was billed when it was released.
+  report=$("$FGPU" report --agent "$SCRATCH/agents/node1.sock" --since all --by account --format csv) ||
+    fail "fgpu report --by account failed"
+  printf '%s\n' "$report" | grep -q '^physics,[0-9.]*,[0-9.]*,[0-9.]*,2$' ||
+    fail "fgpu report --by account should bill both jobs' records to physics: $report"
+  echo "PASS: two 30 GiB jobs ran at once on one simulated H100, each seeing a 30 GiB GPU, billed to physics"
 }
 
 # A job of an unprivileged user: the plugin asks for the slice with the user's privileges (the
