@@ -20,6 +20,7 @@ namespace fgpu::slice {
 namespace {
 
 using testing::ForkChild;
+using testing::LiveStranger;
 using testing::OneDeviceSpec;
 using testing::ScratchDir;
 using testing::WaitChild;
@@ -44,13 +45,6 @@ class LedgerCountersTest : public ::testing::Test {
     Result<LedgerCounters> counters = reader->Counters();
     EXPECT_TRUE(counters.ok()) << counters.status().message();
     return counters.ok() ? *counters : LedgerCounters{};
-  }
-  // A process that is certainly alive for the whole test, and is not this one.
-  static ProcessUsage LiveStranger() {
-    ProcessUsage stranger;
-    stranger.pid = ::getppid();
-    stranger.start_time = ReadStartTime(stranger.pid);
-    return stranger;
   }
 
   ScratchDir scratch_;

@@ -21,6 +21,7 @@ namespace fgpu::slice {
 namespace {
 
 using testing::ForkChild;
+using testing::LiveStranger;
 using testing::OneDeviceSpec;
 using testing::ScratchDir;
 using testing::TwoDeviceSpec;
@@ -56,13 +57,6 @@ class LedgerTest : public ::testing::Test {
   size_t ChargedOffset(int slot, int device, int lane, uint32_t device_count) const {
     return layout::SlotsOffset(device_count) + static_cast<size_t>(slot) * layout::SlotSize(device_count) +
            layout::SlotDeviceOffset(device, lane) + offsetof(layout::SlotDevice, charged);
-  }
-  // A process that is certainly alive for the whole test, and is not this one.
-  static ProcessUsage LiveStranger() {
-    ProcessUsage stranger;
-    stranger.pid = ::getppid();
-    stranger.start_time = ReadStartTime(stranger.pid);
-    return stranger;
   }
 
   ScratchDir scratch_;

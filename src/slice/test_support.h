@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "slice/process_liveness.h"
 #include "slice/slice.h"
 
 namespace fgpu::slice::testing {
@@ -108,6 +109,14 @@ pid_t ForkChild(Body body) {
 }
 
 // Waits for `pid`; returns its exit code, or 128 + signal when a signal killed it.
+// A process that is certainly alive for the whole test, and is not this one: the parent.
+inline ProcessUsage LiveStranger() {
+  ProcessUsage stranger;
+  stranger.pid = ::getppid();
+  stranger.start_time = ReadStartTime(stranger.pid);
+  return stranger;
+}
+
 inline int WaitChild(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {

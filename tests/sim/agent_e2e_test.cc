@@ -69,15 +69,23 @@ class AgentE2e : public ::testing::Test {
     return created.ok() ? json::parse(created->body, nullptr, false) : json();
   }
 
-  // fgpu-probe `args` inside the slice, as `fgpu run` would start it.
-  ProbeResult RunInSlice(const json& slice, const std::vector<std::string>& args) {
+  // fgpu-probe `args` inside the slice, as `fgpu run` would start it, with `extra_env` added.
+  ProbeResult RunInSlice(const json& slice, const std::vector<std::string>& args,
+                         const std::vector<std::string>& extra_env = {}) {
     std::vector<std::string> argv = {FGPU_PROBE_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
-    return RunningProbe(segment_, config_, argv,
-                        {"ASAN_OPTIONS=verify_asan_link_order=0", std::string("LD_PRELOAD=") + FGPU_HOOK_PATH,
-                         "FGPU_SLICE=" + slice["dir"].get<std::string>(),
-                         "CUDA_VISIBLE_DEVICES=" + slice["gpu"].get<std::string>()})
-        .Wait();
+    std::vector<std::string> env = {"ASAN_OPTIONS=verify_asan_link_order=0", std::string("LD_PRELOAD=") + FGPU_HOOK_PATH,
+                                    "FGPU_SLICE=" + slice["dir"].get<std::string>(),
+                                    "CUDA_VISIBLE_DEVICES=" + slice["gpu"].get<std::string>(),
+                                    "FGPU_COMPUTE_DIR=" + state_ + "/boards"};
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    return RunningProbe(segment_, config_, argv, env).Wait();
+  }
+
+  std::string Scrape() {
+    Result<net::HttpResponse> metrics = Call("GET", "/metrics");
+    EXPECT_TRUE(metrics.ok() && metrics->status == 200);
+    return metrics.ok() ? metrics->body : "";
   }
 
   // stdout of a shell command.
@@ -242,6 +250,21 @@ TEST_F(AgentE2e, FourWorkloadsShareAGpuAndAFifthQueuesUntilOneLeaves) {
   EXPECT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), 0u) << "every slice was released";
 }
 
+// The value of `family`'s sample for `slice` (and `mode`, when given) in a /metrics body;
+// -1 when there is no such sample.
+double MetricValue(const std::string& body, const std::string& family, const json& slice,
+                    const std::string& mode = "") {
+  const std::string start = family + "{slice=\"" + slice["id"].get<std::string>() + "\",";
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(start, 0) != 0) continue;
+    if (!mode.empty() && line.find(",mode=\"" + mode + "\"}") == std::string::npos) continue;
+    return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
+
 // fgpu run through the agent, as a RunningProbe (stdout events, stderr text).
 std::unique_ptr<RunningProbe> RunThrough(const std::string& segment, const std::string& config, const std::string& agent,
                                          const std::vector<std::string>& flags, const std::vector<std::string>& program,
@@ -356,6 +379,46 @@ TEST_F(AgentE2e, AStarvedSliceFencesItsGpuAndEvictsTheLowestTierBelowIt) {
   standard->Kill();
   EXPECT_NE(gpus[0]["fenced"].get<std::string>().find("starved"), std::string::npos) << gpus;
   std::filesystem::remove(config);
+}
+
+// The interposer's counters in /metrics: each slice's OOM refusals and degraded modes as its
+// ledger counted them (docs/agent.md "Metrics", docs/hook.md "Counters").
+TEST_F(AgentE2e, OomRefusalsAndPassThroughAreCountedPerSliceInMetrics) {
+  StartAgent();
+  const json capped = CreateSlice(R"({"memory":"1GiB","tenant":"team-a"})");
+  const json other = CreateSlice(R"({"memory":"1GiB","tenant":"team-b"})");
+  ASSERT_TRUE(capped.is_object() && other.is_object());
+
+  // Before any workload: every slice's counters are there, at 0.
+  std::string body = Scrape();
+  for (const json& slice : {capped, other}) {
+    EXPECT_EQ(MetricValue(body, "fgpu_slice_oom_refusals_total", slice), 0) << body;
+    for (const char* mode : {"fail_closed", "compute_unenforced", "no_free_slot", "pass_through"}) {
+      EXPECT_EQ(MetricValue(body, "fgpu_slice_interposer_degraded_total", slice, mode), 0) << mode << "\n" << body;
+    }
+  }
+
+  // 2 GiB in a 1 GiB slice: refused.
+  const ProbeResult refused = RunInSlice(capped, {"alloc", "--bytes", "2GiB"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.stderr_text;
+  EXPECT_EQ(refused.Event("alloc")["result"], "CUDA_ERROR_OUT_OF_MEMORY");
+  // The other slice's workload turns the interposer off.
+  const ProbeResult bypassed = RunInSlice(other, {"info"}, {"FGPU_DISABLE=1"});
+  EXPECT_EQ(bypassed.exit_code, 0) << bypassed.stderr_text;
+
+  body = Scrape();
+  EXPECT_GE(MetricValue(body, "fgpu_slice_oom_refusals_total", capped), 1) << body;
+  EXPECT_EQ(MetricValue(body, "fgpu_slice_oom_refusals_total", other), 0) << body;
+  EXPECT_EQ(MetricValue(body, "fgpu_slice_interposer_degraded_total", other, "pass_through"), 1) << body;
+  EXPECT_EQ(MetricValue(body, "fgpu_slice_interposer_degraded_total", capped, "pass_through"), 0) << body;
+  for (const char* mode : {"fail_closed", "compute_unenforced", "no_free_slot"}) {
+    EXPECT_EQ(MetricValue(body, "fgpu_slice_interposer_degraded_total", capped, mode), 0) << mode;
+    EXPECT_EQ(MetricValue(body, "fgpu_slice_interposer_degraded_total", other, mode), 0) << mode;
+  }
+  // The slice labels are the other slice families' own.
+  const std::string labels = "{slice=\"" + capped["id"].get<std::string>() + "\",gpu=\"";
+  EXPECT_NE(body.find("fgpu_slice_memory_cap_bytes" + labels), std::string::npos);
+  EXPECT_NE(body.find("fgpu_slice_oom_refusals_total" + labels), std::string::npos);
 }
 
 }  // namespace
