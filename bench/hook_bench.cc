@@ -1,7 +1,14 @@
 // What libfgpu.so adds to a driver call: the same entry points called directly on the
-// simulated driver and through the interposer's wrappers, in one process and one run.
+// driver and through the interposer's wrappers, in one process and one run.
 //
-// The process links the simulated libcuda.so.1, creates a slice with a large cap, points
+// Built twice from this file: fgpu_hook_bench links the simulated libcuda.so.1 (every
+// benchmark), fgpu_hook_stub_bench (FGPU_HOOK_BENCH_STUB) links bench/stub_driver.cc, a
+// lock-free stand-in, and runs the launch benchmarks only. On the simulator hook − direct for a
+// gated launch also holds the simulator's own event and handle locking, which the gate's
+// completion thread contends for; on the stub it is the interposer's own added latency.
+// fgpu_hook_bench runs the stub binary after its own benchmarks and prints both summaries.
+//
+// The process links the driver, creates a slice with a large cap, points
 // FGPU_SLICE at it, and dlopens libfgpu.so RTLD_LOCAL (so its dlsym override does not
 // interpose on this program); the wrappers are then taken from that handle. Goals
 // (reference/hami.md §6 item 6): cuLaunchKernel < 30 ns added with no compute share set and
@@ -10,16 +17,23 @@
 // prints both sides' medians and the difference.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compute/board.h"
@@ -74,12 +88,14 @@ struct Session {
     char pattern[] = "/tmp/fgpu-hook-bench-XXXXXX";
     if (mkdtemp(pattern) == nullptr) std::exit(1);
     dir = pattern;
+#ifndef FGPU_HOOK_BENCH_STUB
     // 4 KiB granularity so 10^5 live allocations fit; the slice's cap is the whole device.
     std::ofstream(dir + "/sim.json") << R"({"devices": [{"uuid": ")" << kUuid
                                      << R"(", "granularity": "4KiB"}]})";
     segment = "/fgpu-hook-bench-" + std::to_string(getpid());
     setenv("FGPU_SIM_CONFIG", (dir + "/sim.json").c_str(), 1);
     setenv("FGPU_SIM_SEGMENT", segment.c_str(), 1);
+#endif
     fgpu::slice::SliceSpec spec;
     spec.id = "hook-bench";
     spec.devices.push_back({kUuid, uint64_t{64} << 30, 100});
@@ -93,10 +109,14 @@ struct Session {
     unsetenv("FGPU_DISABLE");
 
     // The hook finds the driver and NVML by soname: both are already loaded from the
-    // simulator's directory (libcuda by this program's link, NVML here).
+    // simulator's directory (libcuda by this program's link, NVML here). The stub has no NVML.
+#ifndef FGPU_HOOK_BENCH_STUB
     dlopen(FGPU_SIM_LIBDIR "/libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+#endif
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    void* interposer = dlopen(FGPU_HOOK_PATH, RTLD_NOW | RTLD_LOCAL);
+    // FGPU_HOOK_BENCH_LIBFGPU: another build of libfgpu.so, for A/B runs against one binary.
+    const char* hook_path = std::getenv("FGPU_HOOK_BENCH_LIBFGPU");
+    void* interposer = dlopen(hook_path != nullptr ? hook_path : FGPU_HOOK_PATH, RTLD_NOW | RTLD_LOCAL);
     if (driver == nullptr || interposer == nullptr) {
       std::fprintf(stderr, "hook_bench: dlopen: %s\n", dlerror());
       std::exit(1);
@@ -127,6 +147,7 @@ Session& GetSession() {
 
 const Api& PathApi(int path) { return path == 0 ? GetSession().direct : GetSession().hook; }
 
+#ifndef FGPU_HOOK_BENCH_STUB  // the stub backs no memory: nothing to compare
 // One 1 MiB allocation and its free, with `state.range(0)` other allocations live (made
 // through the same path, so the hook's pointer table holds them too).
 void BM_MemAllocFree(benchmark::State& state, int path) {
@@ -150,17 +171,21 @@ void BM_MemGetInfo(benchmark::State& state, int path) {
 }
 BENCHMARK_CAPTURE(BM_MemGetInfo, direct, 0)->Repetitions(5);
 BENCHMARK_CAPTURE(BM_MemGetInfo, hook, 1)->Repetitions(5);
+#endif
 
 // Last: the simulated driver's allocations slow down several-fold once millions of kernels
 // have gone through its timeline, which would inflate the memory numbers above.
+unsigned long long g_spin_ns = 0;  // zero device time: the launch path only
+void* g_spin_params[] = {&g_spin_ns};
+
+CUresult LaunchSpin(const Api& api, CUfunction function) {
+  return api.launch(function, 1, 1, 1, 1, 1, 1, 0, nullptr, g_spin_params, nullptr);
+}
+
 void BM_LaunchKernel(benchmark::State& state, int path) {
   const Api& api = PathApi(path);
-  unsigned long long ns = 0;  // zero device time: the launch path only
-  void* params[] = {&ns};
   const CUfunction spin = GetSession().spin;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(api.launch(spin, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr));
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(LaunchSpin(api, spin));
   cuCtxSynchronize();
 }
 BENCHMARK_CAPTURE(BM_LaunchKernel, direct, 0)->Repetitions(5);
@@ -215,9 +240,7 @@ BENCHMARK_CAPTURE(BM_LaunchKernelShared, hook, 1)->Repetitions(5);
 // base against which the wrapper's few instructions are visible above the noise.
 void BM_LaunchKernelRejected(benchmark::State& state, int path) {
   const Api& api = PathApi(path);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(api.launch(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(LaunchSpin(api, nullptr));
 }
 BENCHMARK_CAPTURE(BM_LaunchKernelRejected, direct, 0)->Repetitions(5);
 BENCHMARK_CAPTURE(BM_LaunchKernelRejected, hook, 1)->Repetitions(5);
@@ -244,7 +267,45 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     ConsoleReporter::ReportRuns(runs);
   }
 
+  // "name median_ns" lines: how the stub binary hands its medians to fgpu_hook_bench.
+  void WriteMedians(const char* path) const {
+    std::ofstream out(path);
+    for (const auto& [name, ns] : medians_) out << name << ' ' << ns << '\n';
+  }
+  void ReadMedians(const std::string& path, const std::string& prefix) {
+    std::ifstream in(path);
+    std::string name;
+    double ns = 0;
+    while (in >> name >> ns) medians_[prefix + name] = ns;
+  }
+
   void PrintSummary() const {
+    std::printf("\nlibfgpu overhead (medians; added = hook - direct in the same run):\n");
+#ifdef FGPU_HOOK_BENCH_STUB
+    std::printf("%s", kStubHeading);
+    PrintSection("");
+#else
+    std::printf(" on the simulated driver (a gated launch's figure includes the simulator's event and handle\n"
+                " locking, which the gate's completion thread contends for):\n");
+    PrintSection("");
+    if (HasSection(kStubPrefix)) {
+      std::printf("%s", kStubHeading);
+      PrintSection(kStubPrefix);
+    }
+#endif
+  }
+
+  static constexpr const char* kStubPrefix = "stub:";
+  static constexpr const char* kStubHeading =
+      " on the lock-free stub driver (bench/stub_driver.cc; the interposer's own added latency):\n";
+
+ private:
+  bool HasSection(const std::string& prefix) const {
+    const auto it = medians_.lower_bound(prefix);
+    return it != medians_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+  }
+
+  void PrintSection(const std::string& prefix) const {
     struct Pair {
       const char* label;
       const char* direct;
@@ -264,33 +325,126 @@ class SummaryReporter : public benchmark::ConsoleReporter {
          1000},
         {"cuMemGetInfo_v2", "BM_MemGetInfo/direct", "BM_MemGetInfo/hook", 0},
     };
-    std::printf("\nlibfgpu overhead (medians):\n");
     for (const Pair& pair : pairs) {
-      const auto direct = medians_.find(pair.direct), hook = medians_.find(pair.hook);
+      const auto direct = medians_.find(prefix + pair.direct), hook = medians_.find(prefix + pair.hook);
       if (direct == medians_.end() || hook == medians_.end()) continue;
       const double added = hook->second - direct->second;
-      std::printf("  %-40s direct %10.1f ns  hook %10.1f ns  added %+8.1f ns (x%.2f)", pair.label, direct->second,
+      std::printf("  %-44s direct %10.1f ns  hook %10.1f ns  added %+8.1f ns (x%.2f)", pair.label, direct->second,
                   hook->second, added, hook->second / direct->second);
       if (pair.goal_ns > 0) std::printf("  goal < %.0f ns: %s", pair.goal_ns, added < pair.goal_ns ? "met" : "MISSED");
       std::printf("\n");
     }
   }
 
- private:
   std::map<std::string, double> medians_;
 };
+
+#ifdef FGPU_HOOK_STUB_BENCH_PATH
+// Runs fgpu_hook_stub_bench with this run's arguments, after this binary's benchmarks (one at a
+// time: they share the cores), and adds its medians to the summary.
+void RunStubBench(char** argv, SummaryReporter* reporter) {
+  const std::string medians = GetSession().dir + "/stub-medians.txt";
+  setenv("FGPU_HOOK_BENCH_MEDIANS", medians.c_str(), 1);
+  std::vector<char*> args(argv, argv + 1);
+  std::string program = FGPU_HOOK_STUB_BENCH_PATH;
+  args[0] = program.data();
+  for (char** arg = argv + 1; *arg != nullptr; ++arg) args.push_back(*arg);
+  args.push_back(nullptr);
+  std::printf("\n== the same launches on the lock-free stub driver (%s)\n", FGPU_HOOK_STUB_BENCH_PATH);
+  std::fflush(stdout);
+  pid_t child = 0;
+  int status = 0;
+  if (posix_spawn(&child, args[0], nullptr, nullptr, args.data(), environ) != 0 ||
+      waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "hook_bench: %s failed\n", FGPU_HOOK_STUB_BENCH_PATH);
+    return;
+  }
+  reporter->ReadMedians(medians, SummaryReporter::kStubPrefix);
+}
+#endif
+
+// CPU time of each thread of this process (/proc/self/task/*/schedstat), by "tid (name)".
+std::map<std::string, uint64_t> ThreadCpuNs() {
+  std::map<std::string, uint64_t> threads;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    uint64_t ns = 0;
+    std::string name;
+    std::ifstream(task.path() / "schedstat") >> ns;
+    std::getline(std::ifstream(task.path() / "comm"), name);
+    threads[task.path().filename().string() + " (" + name + ")"] = ns;
+  }
+  return threads;
+}
+
+// --fgpu_loop=<direct|hook>,<share>,<launches>[,rejected]: the launches in a plain loop, no
+// Google Benchmark, for instruction counts (valgrind --tool=callgrind; run two launch counts and
+// take the difference, which leaves out the setup). `share` < 100 arms the compute gate.
+int RunLoop(const char* spec) {
+  char path[16] = "";
+  unsigned share = 100;
+  long launches = 0;
+  char variant[16] = "";
+  if (std::sscanf(spec, "%15[a-z],%u,%ld,%15s", path, &share, &launches, variant) < 3 || launches < 0) {
+    std::fprintf(stderr, "hook_bench: --fgpu_loop=<direct|hook>,<share>,<launches>[,rejected]\n");
+    return 2;
+  }
+  const Api& api = PathApi(std::strcmp(path, "hook") == 0 ? 1 : 0);
+  const CUfunction function = std::strcmp(variant, "rejected") == 0 ? nullptr : GetSession().spin;
+  std::optional<ScopedComputeShare> scoped;
+  if (share < 100) scoped.emplace(share);
+  benchmark::DoNotOptimize(LaunchSpin(api, function));  // the gate's first launch resolves it
+  const std::map<std::string, uint64_t> before = ThreadCpuNs();
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < launches; ++i) benchmark::DoNotOptimize(LaunchSpin(api, function));
+  const double wall_ns = static_cast<double>(std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count());
+  const std::map<std::string, uint64_t> after = ThreadCpuNs();
+  cuCtxSynchronize();
+  // Natively (not under valgrind): wall and per-thread CPU time per launch, the completion
+  // thread's included, which an instruction count cannot show (futex wake-ups, scheduling).
+  const double per = 1.0 / static_cast<double>(std::max(launches, 1L));
+  std::printf("loop %s: %.1f ns wall per launch\n", spec, wall_ns * per);
+  for (const auto& [thread, ns] : after) {
+    const auto it = before.find(thread);
+    const uint64_t used = ns - (it != before.end() ? it->second : 0);
+    std::printf("  thread %-24s %8.1f ns CPU per launch\n", thread.c_str(), static_cast<double>(used) * per);
+  }
+  return 0;
+}
+
+void RemoveSession() {
+  Session& session = GetSession();
+  if (!session.segment.empty()) shm_unlink(session.segment.c_str());
+  std::error_code ignored;
+  std::filesystem::remove_all(session.dir, ignored);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr std::string_view kLoopFlag = "--fgpu_loop=";
+  if (argc == 2 && std::string_view(argv[1]).substr(0, kLoopFlag.size()) == kLoopFlag) {
+    const int rc = RunLoop(argv[1] + kLoopFlag.size());
+    RemoveSession();
+    return rc;
+  }
+  [[maybe_unused]] std::vector<char*> original(argv, argv + argc + 1);  // Initialize removes the flags it takes
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+#ifdef FGPU_HOOK_BENCH_STUB
+  if (const char* medians = std::getenv("FGPU_HOOK_BENCH_MEDIANS"); medians != nullptr) {
+    reporter.WriteMedians(medians);  // run by fgpu_hook_bench, which prints the summary
+  } else {
+    reporter.PrintSummary();
+  }
+#else
+#ifdef FGPU_HOOK_STUB_BENCH_PATH
+  RunStubBench(original.data(), &reporter);
+#endif
   reporter.PrintSummary();
-  Session& session = GetSession();
-  shm_unlink(session.segment.c_str());
-  std::error_code ignored;
-  std::filesystem::remove_all(session.dir, ignored);
+#endif
+  RemoveSession();
   return 0;
 }

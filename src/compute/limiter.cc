@@ -6,16 +6,6 @@
 namespace fgpu::compute {
 namespace {
 
-// The demand stamp is a shared cache line: refresh it at most this often.
-constexpr int64_t kDemandRefreshNs = 100'000;
-// A batch is closed once it spans this much wall time or estimated device time. A sporadic
-// launch (the first since the thread's previous batch closed this long ago, with none of ours in
-// flight) is closed at once, so a request is measured when it completes rather than charged an
-// estimate at the next one; a stream of launches is not, which would make each launch a batch
-// of its own (two event records and a wake-up of the completion thread per launch).
-constexpr int64_t kBatchWallNs = 200'000;
-constexpr int64_t kBatchDeviceNs = 500'000;
-constexpr int64_t kSporadicNs = 200'000;
 // A launch is never estimated below this, so a run of empty kernels still fills the queue bound.
 constexpr int64_t kMinEstimateNs = 100;
 
@@ -84,7 +74,7 @@ Admission Limiter::TakeOver(int64_t now_ns) {
   return Admission{Admission::kGo, 0, reason};
 }
 
-Admission Limiter::TryAdmit(int64_t now_ns) {
+Admission Limiter::TryAdmitSlow(int64_t now_ns) {
   NoteDemand(now_ns);
   const uint64_t owner = LoadU64(&board_->header()->owner);
   Admission admission;
@@ -115,30 +105,11 @@ Admission Limiter::TryAdmit(int64_t now_ns) {
   return admission;
 }
 
-int64_t Limiter::OnLaunched(int64_t now_ns, LaunchKind kind) {
-  const int64_t estimate = estimate_ns(kind);
-  const int64_t queued = queued_ns_.fetch_add(estimate, std::memory_order_relaxed) + estimate;
-  // A hint for the others' idle test, written only by this slice's threads: a plain store
-  // (no locked instruction on every launch); a race between two threads may lower it by the
-  // few µs between their launches, which no rule notices.
-  int64_t* inflight_until = &entry()->inflight_until_ns;
-  if (now_ns + queued > LoadI64(inflight_until)) StoreI64(inflight_until, now_ns + queued);
-  return estimate;
-}
-
 void Limiter::OnWaited(int64_t waited_ns) {
   __atomic_fetch_add(&entry()->throttled_ns, static_cast<uint64_t>(std::max<int64_t>(waited_ns, 0)), __ATOMIC_RELAXED);
 }
 
 void Limiter::OnThrottled() { __atomic_fetch_add(&entry()->throttles, 1, __ATOMIC_RELAXED); }
-
-bool Limiter::ShouldClose(const Mark& open, int64_t now_ns, int64_t last_close_ns) const {
-  if (open.launches == 0) return false;
-  const bool sporadic = open.launches == 1 && now_ns - last_close_ns >= kSporadicNs &&
-                        pending_marks_.load(std::memory_order_relaxed) == 0;
-  return sporadic || open.kind == LaunchKind::kGraph || now_ns - open.first_launch_ns >= kBatchWallNs ||
-         open.estimated_ns >= kBatchDeviceNs;
-}
 
 void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns, int64_t device_ns) {
   layout::BoardHeader* header = board_->header();

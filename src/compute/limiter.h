@@ -58,10 +58,33 @@ class Limiter {
   // Publishes this slice's settings in its row (live: shares and tiers change at runtime).
   void Configure(uint32_t share, Mode mode, Tier tier);
 
-  Admission TryAdmit(int64_t now_ns);
-  int64_t OnLaunched(int64_t now_ns, LaunchKind kind);
-  // `last_close_ns`: when the calling thread last closed a batch.
-  bool ShouldClose(const Mark& open, int64_t now_ns, int64_t last_close_ns) const;
+  // Inline for the common case (this slice owns the GPU, its demand stamp is fresh, share mode,
+  // queue under the bound: kGo, nothing written); anything else takes TryAdmitSlow, which
+  // decides the same case the same way.
+  Admission TryAdmit(int64_t now_ns) {
+    if (OwnerUnderBudget(now_ns)) return Admission{};
+    return TryAdmitSlow(now_ns);
+  }
+  Admission TryAdmitSlow(int64_t now_ns);
+  // Inline: every launch. The queue total is shared with the completion thread (which subtracts
+  // what it measured), hence one atomic add; the in-flight hint is a plain store, written only
+  // by this slice's threads (a race between two may lower it by the few µs between their
+  // launches, which no rule notices).
+  int64_t OnLaunched(int64_t now_ns, LaunchKind kind) {
+    const int64_t estimate = estimate_ns(kind);
+    const int64_t queued = queued_ns_.fetch_add(estimate, std::memory_order_relaxed) + estimate;
+    int64_t* inflight_until = &entry()->inflight_until_ns;
+    if (now_ns + queued > LoadI64(inflight_until)) StoreI64(inflight_until, now_ns + queued);
+    return estimate;
+  }
+  // `last_close_ns`: when the calling thread last closed a batch. Inline: asked every launch.
+  bool ShouldClose(const Mark& open, int64_t now_ns, int64_t last_close_ns) const {
+    if (open.launches == 0) return false;
+    const bool sporadic = open.launches == 1 && now_ns - last_close_ns >= kSporadicNs &&
+                          pending_marks_.load(std::memory_order_relaxed) == 0;
+    return sporadic || open.kind == LaunchKind::kGraph || now_ns - open.first_launch_ns >= kBatchWallNs ||
+           open.estimated_ns >= kBatchDeviceNs;
+  }
   void OnMarkClosed() { pending_marks_.fetch_add(1, std::memory_order_relaxed); }
   // A launch has waited `waited_ns` more in the gate (the row's throttled time). Called after
   // every sleep, not once at admission, so a slice held off for a whole window shows it at once
@@ -80,6 +103,26 @@ class Limiter {
   layout::BoardEntry* entry() const { return board_->entry(row_); }
 
  private:
+  // The demand stamp is a shared cache line: refresh it at most this often.
+  static constexpr int64_t kDemandRefreshNs = 100'000;
+  // A batch is closed once it spans this much wall time or estimated device time. A sporadic
+  // launch (the first since the thread's previous batch closed this long ago, with none of ours
+  // in flight) is closed at once, so a request is measured when it completes rather than charged
+  // an estimate at the next one; a stream of launches is not, which would make each launch a
+  // batch of its own (two event records and a wake-up of the completion thread per launch).
+  static constexpr int64_t kBatchWallNs = 200'000;
+  static constexpr int64_t kBatchDeviceNs = 500'000;
+  static constexpr int64_t kSporadicNs = 200'000;
+
+  // TryAdmit's common case, decided from four loads: true means TryAdmitSlow would return kGo
+  // without writing anything (NoteDemand's stamp fresh, owner, not cap, queue under the bound).
+  bool OwnerUnderBudget(int64_t now_ns) const {
+    const layout::BoardEntry* row = entry();
+    if (now_ns - LoadI64(&row->demand_ns) >= kDemandRefreshNs) return false;
+    if (layout::OwnerEntry(LoadU64(&board_->header()->owner)) != row_) return false;
+    if (static_cast<Mode>(__atomic_load_n(&row->mode_tier, __ATOMIC_RELAXED) & 0xff) == Mode::kCap) return false;
+    return queued_ns() <= policy_.max_inflight_ns || pending_marks_.load(std::memory_order_relaxed) == 0;
+  }
   RowView ReadRow(int index) const;
   void NoteDemand(int64_t now_ns);
   Admission TakeOver(int64_t now_ns);

@@ -114,8 +114,9 @@ void LoadReal() {
   g_real_loaded.store(true, std::memory_order_release);
 }
 
-// Decides, for the limits as they are now, whether any launch needs the gate.
-void Decide() {
+// Decides, for the limits as they are now, whether any launch needs the gate. Out of line:
+// it runs once per limits change, and inlined it would widen every launch's stack frame.
+[[gnu::noinline, gnu::cold]] void Decide() {
   std::lock_guard<std::mutex> lock(g_resolve_mutex);
   const State& state = HookState();
   if (state.mode != Mode::kEnforcing || state.ledger == nullptr) {
@@ -187,7 +188,7 @@ const char* BaseName(const char* path) {
   return slash != nullptr && slash[1] != '\0' ? slash + 1 : path;
 }
 
-void Configure(GpuGate* gate, const slice::Ledger& ledger) {
+[[gnu::noinline, gnu::cold]] void Configure(GpuGate* gate, const slice::Ledger& ledger) {
   const uint64_t generation = ledger.LimitsGeneration();
   const int device = gate->slice_device;
   gate->limiter->Configure(ledger.ComputeShare(device), ledger.GetComputeMode(device), ledger.GetTier(device));
@@ -196,7 +197,7 @@ void Configure(GpuGate* gate, const slice::Ledger& ledger) {
 }
 
 // The gate of CUDA device `ordinal`: opens its board, joins it, starts its completion thread.
-GpuGate* Resolve(CUdevice ordinal) {
+[[gnu::noinline, gnu::cold]] GpuGate* Resolve(CUdevice ordinal) {
   if (ordinal < 0 || ordinal >= kGates) return nullptr;
   GpuGate* gate = &g_gates[ordinal];
   const uint32_t state = gate->state.load(std::memory_order_acquire);
@@ -243,18 +244,23 @@ GpuGate* Resolve(CUdevice ordinal) {
   return gate;
 }
 
-GpuGate* CurrentGate(CUcontext* context_out) {
-  CUcontext context = nullptr;
-  if (g_real.ctx_get_current == nullptr || g_real.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr)
-    return nullptr;
-  *context_out = context;
+// The thread's context changed (or its first launch): which gate it launches into.
+[[gnu::noinline]] GpuGate* CurrentGateMiss(CUcontext context) {
   ThreadCache& cache = t_cache;
-  if (context == cache.context) return cache.gate;
   CUdevice ordinal = -1;
   if (g_real.ctx_get_device == nullptr || g_real.ctx_get_device(&ordinal) != CUDA_SUCCESS) return nullptr;
   cache.context = context;
   cache.gate = Resolve(ordinal);
   return cache.gate;
+}
+
+GpuGate* CurrentGate(CUcontext* context_out) {
+  CUcontext context = nullptr;
+  if (g_real.ctx_get_current == nullptr || g_real.ctx_get_current(&context) != CUDA_SUCCESS || context == nullptr)
+    return nullptr;
+  *context_out = context;
+  const ThreadCache& cache = t_cache;
+  return context == cache.context ? cache.gate : CurrentGateMiss(context);
 }
 
 void DestroyEvent(CUevent* event) {
@@ -362,34 +368,44 @@ bool ComputeGateArmed() {
   return ledger->LimitsGeneration() != decided;
 }
 
+// Sleeps at the gate until the limiter admits the launch (it said kWait at `now_ns`); returns
+// the time of admission. Out of line: under budget no launch comes here.
+[[gnu::noinline]] int64_t WaitForAdmission(compute::Limiter& limiter, Batch& batch, compute::Admission admission,
+                                           int64_t now_ns) {
+  do {
+    Close(batch, /*late=*/false);  // what we queued must be measured while we wait
+    SleepUntil(std::min(admission.until_ns, now_ns + limiter.policy().poll_ns));
+    const int64_t woke = compute::MonotonicNs();
+    limiter.OnWaited(woke - now_ns);
+    now_ns = woke;
+    admission = limiter.TryAdmit(now_ns);
+  } while (admission.verdict != compute::Admission::kGo);
+  limiter.OnThrottled();
+  return now_ns;
+}
+
 CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, FunctionRef<CUresult()> launch) {
+  // The limits generation is read once per launch: for "is the decision current" and for "are
+  // this gate's settings current" (a change between the two is seen at the next launch).
   const slice::Ledger* ledger = g_ledger.load(std::memory_order_relaxed);
-  if (ledger == nullptr || ledger->LimitsGeneration() != g_decided_generation.load(std::memory_order_acquire)) {
+  uint64_t generation = ledger != nullptr ? ledger->LimitsGeneration() : kUndecided;
+  if (ledger == nullptr || generation != g_decided_generation.load(std::memory_order_acquire)) {
     Decide();
     ledger = g_ledger.load(std::memory_order_relaxed);
+    if (ledger != nullptr) generation = ledger->LimitsGeneration();
   }
   if (ledger == nullptr || !g_armed.load(std::memory_order_relaxed)) return launch();
   CUcontext context = nullptr;
   GpuGate* gate = CurrentGate(&context);
   if (gate == nullptr) return launch();
-  if (gate->settings_generation.load(std::memory_order_acquire) != ledger->LimitsGeneration())
-    Configure(gate, *ledger);
+  if (gate->settings_generation.load(std::memory_order_acquire) != generation) Configure(gate, *ledger);
   if (!gate->limited.load(std::memory_order_relaxed)) return launch();
 
   Batch& batch = t_cache.batch;
   compute::Limiter& limiter = *gate->limiter;
-  const int64_t arrived = compute::MonotonicNs();
-  int64_t now = arrived;
-  for (;;) {
-    const compute::Admission admission = limiter.TryAdmit(now);
-    if (admission.verdict == compute::Admission::kGo) break;
-    Close(batch, /*late=*/false);  // what we queued must be measured while we wait
-    SleepUntil(std::min(admission.until_ns, now + limiter.policy().poll_ns));
-    const int64_t woke = compute::MonotonicNs();
-    limiter.OnWaited(woke - now);
-    now = woke;
-  }
-  if (now != arrived) limiter.OnThrottled();
+  int64_t now = compute::MonotonicNs();  // the one clock read of an admitted launch
+  if (const compute::Admission admission = limiter.TryAdmit(now); admission.verdict != compute::Admission::kGo)
+    now = WaitForAdmission(limiter, batch, admission, now);
   if (batch.open.launches > 0 && (batch.gate != gate || batch.context != context || batch.stream != stream ||
                                   batch.per_thread_stream != per_thread_stream || batch.open.kind != kind ||
                                   now - batch.last_launch_ns > kPausedNs)) {
