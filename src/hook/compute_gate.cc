@@ -50,6 +50,9 @@ struct MarkSlot {
   Mark mark;
 };
 
+}  // namespace
+
+// Named in compute_gate.h (LaunchTicket holds one); defined here only.
 struct GpuGate {
   enum State : uint32_t { kUnresolved = 0, kReady = 1, kUngated = 2 };
   std::atomic<uint32_t> state{kUnresolved};
@@ -64,6 +67,8 @@ struct GpuGate {
   std::atomic<uint32_t> published{0};  // futex word: bumped on every publish
   std::atomic<uint32_t> monitor_sleeping{0};
 };
+
+namespace {
 
 struct Batch {
   GpuGate* gate = nullptr;
@@ -384,7 +389,7 @@ bool ComputeGateArmed() {
   return now_ns;
 }
 
-CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, FunctionRef<CUresult()> launch) {
+LaunchTicket BeforeLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind) {
   // The limits generation is read once per launch: for "is the decision current" and for "are
   // this gate's settings current" (a change between the two is seen at the next launch).
   const slice::Ledger* ledger = g_ledger.load(std::memory_order_relaxed);
@@ -394,40 +399,54 @@ CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, F
     ledger = g_ledger.load(std::memory_order_relaxed);
     if (ledger != nullptr) generation = ledger->LimitsGeneration();
   }
-  if (ledger == nullptr || !g_armed.load(std::memory_order_relaxed)) return launch();
-  CUcontext context = nullptr;
-  GpuGate* gate = CurrentGate(&context);
-  if (gate == nullptr) return launch();
+  LaunchTicket ticket;
+  if (ledger == nullptr || !g_armed.load(std::memory_order_relaxed)) return ticket;
+  GpuGate* gate = CurrentGate(&ticket.context);
+  if (gate == nullptr) return ticket;
   if (gate->settings_generation.load(std::memory_order_acquire) != generation) Configure(gate, *ledger);
-  if (!gate->limited.load(std::memory_order_relaxed)) return launch();
+  if (!gate->limited.load(std::memory_order_relaxed)) return ticket;
 
   Batch& batch = t_cache.batch;
   compute::Limiter& limiter = *gate->limiter;
   int64_t now = compute::MonotonicNs();  // the one clock read of an admitted launch
   if (const compute::Admission admission = limiter.TryAdmit(now); admission.verdict != compute::Admission::kGo)
     now = WaitForAdmission(limiter, batch, admission, now);
-  if (batch.open.launches > 0 && (batch.gate != gate || batch.context != context || batch.stream != stream ||
+  if (batch.open.launches > 0 && (batch.gate != gate || batch.context != ticket.context || batch.stream != stream ||
                                   batch.per_thread_stream != per_thread_stream || batch.open.kind != kind ||
                                   now - batch.last_launch_ns > kPausedNs)) {
     Close(batch, /*late=*/now - batch.last_launch_ns > kPausedNs);
   }
-  const bool timed = batch.open.launches == 0 && StartMarker(batch, context, stream, per_thread_stream, now);
-  const CUresult rc = launch();
-  if (rc != CUDA_SUCCESS) return rc;
+  ticket.gate = gate;
+  ticket.now_ns = now;
+  ticket.timed = batch.open.launches == 0 && StartMarker(batch, ticket.context, stream, per_thread_stream, now);
+  return ticket;
+}
+
+void AfterLaunch(const LaunchTicket& ticket, CUstream stream, bool per_thread_stream, LaunchKind kind, CUresult rc) {
+  if (ticket.gate == nullptr || rc != CUDA_SUCCESS) return;
+  Batch& batch = t_cache.batch;
+  compute::Limiter& limiter = *ticket.gate->limiter;
+  const int64_t now = ticket.now_ns;
   if (batch.open.launches == 0) {
-    batch.gate = gate;
-    batch.context = context;
+    batch.gate = ticket.gate;
+    batch.context = ticket.context;
     batch.stream = stream;
     batch.per_thread_stream = per_thread_stream;
     batch.open.first_launch_ns = now;
     batch.open.kind = kind;
-    batch.open.timed = timed;
+    batch.open.timed = ticket.timed;
     batch.start_recorded_ns = 0;  // consumed by this batch
   }
   batch.open.launches++;
   batch.open.estimated_ns += limiter.OnLaunched(now, kind);
   batch.last_launch_ns = now;
   if (limiter.ShouldClose(batch.open, now, batch.last_close_ns)) Close(batch, /*late=*/false);
+}
+
+CUresult GatedLaunch(CUstream stream, bool per_thread_stream, LaunchKind kind, FunctionRef<CUresult()> launch) {
+  const LaunchTicket ticket = BeforeLaunch(stream, per_thread_stream, kind);
+  const CUresult rc = launch();
+  AfterLaunch(ticket, stream, per_thread_stream, kind, rc);
   return rc;
 }
 

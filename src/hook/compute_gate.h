@@ -30,8 +30,26 @@
 
 namespace fgpu::hook {
 
+struct GpuGate;
+
+// One launch through the gate, in two halves around the real call, so the hottest wrappers call
+// the driver with their own arguments (no thunk re-loading eleven of them). `gate` null: the
+// launch is not gated (nothing to book afterwards).
+struct LaunchTicket {
+  GpuGate* gate = nullptr;
+  CUcontext context = nullptr;
+  int64_t now_ns = 0;
+  bool timed = false;
+};
+
 bool ComputeGateArmed();
 // `per_thread_stream`: the launch came through a _ptsz variant (stream 0 = per-thread stream).
+// Waits until the slice may launch; returns what AfterLaunch needs.
+LaunchTicket BeforeLaunch(CUstream stream, bool per_thread_stream, compute::LaunchKind kind);
+// Books a launch BeforeLaunch admitted (nothing when `rc` is an error or the ticket has no gate).
+void AfterLaunch(const LaunchTicket& ticket, CUstream stream, bool per_thread_stream, compute::LaunchKind kind,
+                 CUresult rc);
+// BeforeLaunch, `launch` (the real call) once, AfterLaunch.
 CUresult GatedLaunch(CUstream stream, bool per_thread_stream, compute::LaunchKind kind,
                      FunctionRef<CUresult()> launch);
 void CloseOpenBatch();

@@ -32,7 +32,10 @@ template <typename Fn, typename... Args>
 CUresult Gated(Fn real, CUstream stream, bool per_thread_stream, Args... args) {
   if (real == nullptr) return fgpu::hook::MissingRealCuda();
   if (!fgpu::hook::ComputeGateArmed()) return real(args...);
-  return fgpu::hook::GatedLaunch(stream, per_thread_stream, LaunchKind::kKernel, [&] { return real(args...); });
+  const fgpu::hook::LaunchTicket ticket = fgpu::hook::BeforeLaunch(stream, per_thread_stream, LaunchKind::kKernel);
+  const CUresult rc = real(args...);
+  fgpu::hook::AfterLaunch(ticket, stream, per_thread_stream, LaunchKind::kKernel, rc);
+  return rc;
 }
 
 }  // namespace

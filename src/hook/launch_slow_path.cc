@@ -9,18 +9,21 @@ namespace fgpu::hook {
 namespace {
 
 // Both variants share one prototype, so one function type serves either symbol. Compute shares
-// gate here (GatedLaunch); before init the gate decides on its first call.
+// gate here (BeforeLaunch/AfterLaunch); before init the gate decides on its first call.
 CUresult Launch(CudaSymbol symbol, CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                 unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                 unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra) {
   const auto real = RealCuda<decltype(&::cuLaunchKernel)>(symbol);  // runs HookState() first
   if (real == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const auto call = [&] {
-    return real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
-                kernelParams, extra);
-  };
-  if (!ComputeGateArmed()) return call();
-  return GatedLaunch(hStream, symbol == CudaSymbol::k_cuLaunchKernel_ptsz, compute::LaunchKind::kKernel, call);
+  // The gate's two halves around a direct call: the arguments are passed once, as they came.
+  const bool per_thread_stream = symbol == CudaSymbol::k_cuLaunchKernel_ptsz;
+  const LaunchTicket ticket = ComputeGateArmed()
+                                  ? BeforeLaunch(hStream, per_thread_stream, compute::LaunchKind::kKernel)
+                                  : LaunchTicket{};
+  const CUresult rc = real(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+                           kernelParams, extra);
+  AfterLaunch(ticket, hStream, per_thread_stream, compute::LaunchKind::kKernel, rc);
+  return rc;
 }
 
 }  // namespace
