@@ -98,8 +98,9 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
 CUresult cuCtxGetCurrent(CUcontext* pctx) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  Context* ctx = nullptr;
-  *pctx = Runtime::Get().CurrentContext(&ctx) == CUDA_SUCCESS ? reinterpret_cast<CUcontext>(ctx) : nullptr;
+  // Unvalidated, like the real driver's (its documented results are SUCCESS, DEINITIALIZED and
+  // NOT_INITIALIZED): a context destroyed while bound is reported by the calls that use it.
+  *pctx = reinterpret_cast<CUcontext>(Runtime::Get().BoundContext());
   return CUDA_SUCCESS;
 }
 

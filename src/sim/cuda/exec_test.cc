@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/abi/cuda_api.h"
@@ -254,6 +255,26 @@ TEST(SimContext, PushPopAndPerContextDevice) {
     FGPU_REQUIRE_CU(cuCtxPopCurrent_v2(&popped), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuCtxPopCurrent_v2(&popped), CUDA_ERROR_INVALID_CONTEXT);
     FGPU_REQUIRE_CU(cuCtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
+    return std::string();
+  }), "");
+}
+
+// cuCtxGetCurrent is a thread-local read, as in the real driver: a context destroyed by another
+// thread while bound here is still reported, and the calls that use it say it is destroyed.
+TEST(SimContext, GetCurrentReportsTheBoundContextUnvalidated) {
+  EXPECT_EQ(RunSim([] {
+    FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
+    CUcontext bound = nullptr, current = nullptr;
+    FGPU_REQUIRE_CU(cuCtxCreate_v2(&bound, 0, 0), CUDA_SUCCESS);
+    std::atomic<CUresult> destroyed{CUDA_ERROR_UNKNOWN};
+    std::thread([&] { destroyed = cuCtxDestroy_v2(bound); }).join();
+    FGPU_REQUIRE_CU(destroyed.load(), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+    FGPU_REQUIRE(current == bound);
+    FGPU_REQUIRE_CU(cuCtxSynchronize(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    FGPU_REQUIRE_CU(cuCtxPopCurrent_v2(&current), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+    FGPU_REQUIRE(current == nullptr);
     return std::string();
   }), "");
 }

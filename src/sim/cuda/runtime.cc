@@ -209,6 +209,8 @@ CUresult Runtime::CurrentContext(Context** out) const {
   return CUDA_SUCCESS;
 }
 
+Context* Runtime::BoundContext() const { return t_context_stack.empty() ? nullptr : t_context_stack.back(); }
+
 Context* Runtime::LookupContext(CUcontext handle) const {
   return HandleRegistry::Get().Lookup<Context>(handle, Kind::kContext);
 }

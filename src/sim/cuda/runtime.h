@@ -61,6 +61,9 @@ class Runtime {
   CUresult PrimaryState(int device, unsigned* flags, int* active);
   CUresult SetPrimaryFlags(int device, unsigned flags);
   // The calling thread's current context, or CUDA_ERROR_INVALID_CONTEXT if none.
+  // The context bound to the calling thread, unchecked (null when none): what cuCtxGetCurrent
+  // reports — a thread-local read, as in the real driver, which does not validate it either.
+  Context* BoundContext() const;
   CUresult CurrentContext(Context** out) const;
   Context* LookupContext(CUcontext handle) const;
   // Current-context stack of the calling thread.
