@@ -237,7 +237,9 @@ CUresult AllocateStreamOrdered(CUdeviceptr* dptr, size_t bytesize, CUstream stre
   MemoryHook* hook = ChargeOnStream(dptr != nullptr && bytesize != 0, stream, per_thread, &at);
   if (hook == nullptr || Capturing(stream, per_thread)) return allocate();
   PoolAccounting* pools = EnforcingPoolAccounting();
-  PoolSlot* slot = pools != nullptr ? pools->ForAllocation(at.device, pool) : nullptr;
+  bool untrackable = false;  // every pool slot taken: fail closed rather than allocate uncharged
+  PoolSlot* slot = pools != nullptr ? pools->ForAllocation(at.device, pool, &untrackable) : nullptr;
+  if (slot == nullptr && untrackable) return pools->RefusedUntracked();
   if (slot == nullptr) return allocate();  // the driver refuses the device or the pool
   return pools->Allocate(
       slot, bytesize,

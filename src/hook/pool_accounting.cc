@@ -43,7 +43,7 @@ PoolSlot* PoolAccounting::Find(CUmemoryPool pool) const {
   return nullptr;
 }
 
-PoolSlot* PoolAccounting::Register(CUmemoryPool pool, CUdevice device, bool host) {
+PoolSlot* PoolAccounting::Register(CUmemoryPool pool, CUdevice device, bool host, bool* full) {
   if (pool == nullptr) return nullptr;
   std::lock_guard lock(registry_mu_);
   if (PoolSlot* known = Find(pool)) return known;
@@ -55,7 +55,10 @@ PoolSlot* PoolAccounting::Register(CUmemoryPool pool, CUdevice device, bool host
     if (slots_[i].handle.load() == nullptr) slot = &slots_[i];
   }
   if (slot == nullptr) {
-    if (count == kMaxPools) return nullptr;
+    if (count == kMaxPools) {
+      if (full != nullptr) *full = true;
+      return nullptr;
+    }
     slot = &slots_[count];
   }
   slot->device = device;
@@ -81,11 +84,16 @@ void PoolAccounting::CurrentPoolSet(CUdevice device, CUmemoryPool pool) {
   if (device >= 0 && device < kCachedDevices) current_[device].store(slot, std::memory_order_release);
 }
 
-PoolSlot* PoolAccounting::ForAllocation(CUdevice device, CUmemoryPool pool) {
+CUresult PoolAccounting::RefusedUntracked() {
+  ledger_->CountFailClosedRefusal();
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+PoolSlot* PoolAccounting::ForAllocation(CUdevice device, CUmemoryPool pool, bool* full) {
   if (pool != nullptr) {
     PoolSlot* slot = Find(pool);
     // Not created through us (e.g. before the hook could see it): adopted on the stream's device.
-    return slot != nullptr ? slot : Register(pool, device, /*host=*/false);
+    return slot != nullptr ? slot : Register(pool, device, /*host=*/false, full);
   }
   const bool cached = device >= 0 && device < kCachedDevices;
   if (cached) {
@@ -95,7 +103,7 @@ PoolSlot* PoolAccounting::ForAllocation(CUdevice device, CUmemoryPool pool) {
   if (calls_->device_get_mem_pool == nullptr || calls_->device_get_mem_pool(&current, device) != CUDA_SUCCESS) {
     return nullptr;
   }
-  PoolSlot* slot = Register(current, device, /*host=*/false);
+  PoolSlot* slot = Register(current, device, /*host=*/false, full);
   if (cached && slot != nullptr) current_[device].store(slot, std::memory_order_release);
   return slot;
 }

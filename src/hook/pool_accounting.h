@@ -84,8 +84,14 @@ class PoolAccounting {
   void Destroyed(CUmemoryPool pool, bool driver_says_empty);
 
   // The pool an allocation on `device` draws from (`pool` null: the device's current pool).
-  // Null when the hook cannot tell (the driver refuses the query): the caller forwards.
-  PoolSlot* ForAllocation(CUdevice device, CUmemoryPool pool);
+  // Null when the hook cannot tell (the driver refuses the query or the device: the caller
+  // forwards, and the driver refuses the allocation too) — or, with `*full` set, when every
+  // one of the kMaxPools slots is taken: the caller must refuse (RefusedUntracked), since an
+  // allocation from a pool the hook cannot track would escape the cap.
+  PoolSlot* ForAllocation(CUdevice device, CUmemoryPool pool, bool* full = nullptr);
+  // Counts an allocation refused because its pool cannot be tracked in the ledger's
+  // fail_closed_refusals; returns CUDA_ERROR_OUT_OF_MEMORY.
+  CUresult RefusedUntracked();
 
   // allocate(uint64_t* ptr) -> CUresult calls the driver; undo(uint64_t ptr) frees the
   // allocation and synchronises its stream (the slow path's refused growth).
@@ -105,8 +111,9 @@ class PoolAccounting {
 
  private:
   PoolSlot* Find(CUmemoryPool pool) const;
-  // Finds or registers (under registry_mu_). Null: no free slot or the device is unknown.
-  PoolSlot* Register(CUmemoryPool pool, CUdevice device, bool host);
+  // Finds or registers (under registry_mu_). Null: the device is unknown, or no free slot (then
+  // `*full` is set when given).
+  PoolSlot* Register(CUmemoryPool pool, CUdevice device, bool host, bool* full = nullptr);
   bool QueryReserve(const PoolSlot& slot, uint64_t* reserve) const;
   // Under slot->mu: settles the ledger's `held` bytes for the slot towards `reserve`, never
   // below `floor`. False: growth refused (held unchanged). Stores the result in slot->charged.

@@ -304,6 +304,28 @@ TEST_F(PoolAccountingTest, ADeviceOutsideTheSliceIsRefused) {
   EXPECT_EQ(slice_.counters().oom_refusals, 1u);
 }
 
+// Every pool slot taken: an allocation from one more pool cannot be tracked, so it must be refused
+// (fail closed, counted) — forwarding it would put it outside the cap.
+TEST_F(PoolAccountingTest, APoolPastTheTrackingLimitIsRefusedNotForwarded) {
+  CUmemPoolProps props{};
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 0;
+  for (int i = 0; i < PoolAccounting::kMaxPools; ++i) {
+    pools_.Created(reinterpret_cast<CUmemoryPool>(uintptr_t{0x10000} + static_cast<uintptr_t>(i)), props);
+  }
+  const auto extra = reinterpret_cast<CUmemoryPool>(uintptr_t{0x90000});
+  bool full = false;
+  EXPECT_EQ(pools_.ForAllocation(0, extra, &full), nullptr);
+  EXPECT_TRUE(full);
+  EXPECT_EQ(pools_.RefusedUntracked(), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(slice_.counters().fail_closed_refusals, 1u);
+  // A tracked pool still serves, and a driver refusal (unknown device) is not "full".
+  full = false;
+  EXPECT_NE(pools_.ForAllocation(0, reinterpret_cast<CUmemoryPool>(uintptr_t{0x10000}), &full), nullptr);
+  EXPECT_EQ(pools_.ForAllocation(7, nullptr, &full), nullptr);
+  EXPECT_FALSE(full);
+}
+
 TEST_F(PoolAccountingTest, UnknownPointersAreNotOurs) {
   CUresult rc = CUDA_SUCCESS;
   bool called = false;
