@@ -1,5 +1,5 @@
 // The launch wrappers. cuLaunchKernel[_ptsz] is the hot path: one relaxed load of the real
-// entry point, one check that no compute share is set, and a tail call — no lock, no syscall,
+// entry point, one check that no compute share is set, and the call — no lock, no syscall,
 // no allocation, no logging. Otherwise (before init, or with compute shares) the out-of-line
 // slow path runs. Each variant forwards to its own real twin, so the per-thread-default-stream
 // choice the caller made is kept. cuLaunchKernelEx and cooperative launches are less frequent
