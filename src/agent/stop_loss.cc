@@ -169,13 +169,7 @@ void StopLoss::Tick(int64_t now_ms) {
       if (slice.gpu_uuid == gpu.uuid) here.push_back(slice);
     }
     CheckBypass(gpu, here, now_ms);  // first: a bypasser is the culprit, evicted before anyone else
-    const std::string fence = CheckGpu(gpu, here, now_ms);
-    if (fence.empty()) {
-      counters_.fenced.erase(gpu.uuid);
-    } else {
-      counters_.fenced[gpu.uuid] = fence;
-    }
-    (void)slices_->SetFenced(gpu.uuid, fence);
+    (void)slices_->SetFenced(gpu.uuid, CheckGpu(gpu, here, now_ms));  // the service keeps it (GpuRoom::fenced)
   }
 }
 

@@ -54,7 +54,6 @@ struct StopLossCounters {
   uint64_t bypasses = 0;
   uint64_t evictions = 0;
   uint64_t starvations = 0;  // windows in which a slice was found starved
-  std::map<std::string, std::string> fenced;  // GPU uuid -> why no new slice goes there now
   std::map<std::string, int64_t> unaccounted_bytes;  // by slice id (negative: ledger ahead of NVML)
 };
 
