@@ -4,7 +4,8 @@
 //
 // Contract
 // - Feed(bytes) appends; State() says kNeedMore, kDone (request() complete) or kError
-//   (error_status() 400/411/413/431/501/505, error_message()).
+//   (error_status() 400/411/413/431/501/505, error_message()). head_complete() turns true once
+//   the request line and headers are in and valid (the server's head deadline stops there).
 // - Limits: request line + headers ≤ kMaxHeadBytes, ≤ kMaxHeaders headers, body ≤ max_body
 //   (Content-Length only; Transfer-Encoding is refused with 501, a body without a length
 //   with 411). Bytes after the request are ignored (one request per connection).
@@ -29,6 +30,7 @@ class HttpParser {
 
   State Feed(std::string_view bytes);
   State state() const { return state_; }
+  bool head_complete() const { return head_done_; }
   const HttpRequest& request() const { return request_; }
   HttpRequest& request() { return request_; }
   int error_status() const { return error_status_; }

@@ -3,37 +3,28 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
-#include "net/http_parser.h"
+#include "net/connection_limits.h"
+#include "net/request_reader.h"
 #include "net/socket_io.h"
+#include "net/worker_pool.h"
 
 namespace fgpu::net {
 namespace {
 
-std::string ErrorBody(const std::string& message) {
-  std::string escaped;
-  for (char c : message) {
-    if (c == '"' || c == '\\') escaped += '\\';
-    escaped += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
-  }
-  return "{\"error\":\"" + escaped + "\"}";
-}
-
-HttpResponse ErrorResponse(int status, const std::string& message) {
-  HttpResponse response;
-  response.status = status;
-  response.body = ErrorBody(message);
-  return response;
-}
+// Room for a burst of connects while the loop is busy: the kernel caps it at somaxconn.
+constexpr int kBacklog = 4096;
+// Descriptors left to the rest of the process when the cap is fitted to RLIMIT_NOFILE.
+constexpr std::size_t kSpareDescriptors = 64;
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -54,37 +45,6 @@ bool SomeoneListens(const sockaddr_un& address) {
   return live;
 }
 
-Peer UnixPeer(int fd, const std::string& path) {
-  Peer peer;
-  peer.unix_socket = true;
-  peer.address = path;
-  ucred credentials{};
-  socklen_t size = sizeof(credentials);
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0) {
-    peer.pid = credentials.pid;
-    peer.uid = credentials.uid;
-    peer.gid = credentials.gid;
-  }
-  return peer;
-}
-
-Peer TcpPeer(const sockaddr_storage& address) {
-  Peer peer;
-  char host[INET6_ADDRSTRLEN] = "?";
-  int port = 0;
-  if (address.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof(host));
-    port = ntohs(v4->sin_port);
-  } else if (address.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
-    inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
-    port = ntohs(v6->sin6_port);
-  }
-  peer.address = std::string(host) + ":" + std::to_string(port);
-  return peer;
-}
-
 }  // namespace
 
 HttpServer::HttpServer(Handler handler, Options options) : handler_(std::move(handler)), options_(options) {}
@@ -102,7 +62,7 @@ Result<int> HttpServer::ListenTcp(const std::string& host, int port) {
   if (fd < 0) return Status::Unavailable(Errno("socket"));
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || listen(fd, 512) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || listen(fd, kBacklog) != 0) {
     const Status error = Status::Unavailable(Errno("cannot listen on " + host + ":" + std::to_string(port)));
     close(fd);
     return error;
@@ -115,7 +75,8 @@ Result<int> HttpServer::ListenTcp(const std::string& host, int port) {
 
 Status HttpServer::ListenUnix(const std::string& path, mode_t mode) {
   sockaddr_un address{};
-  if (!FillUnixAddress(path, &address)) return Status::InvalidArgument("socket path too long or empty: " + path);
+  if (!FillUnixAddress(path, &address))
+    return Status::InvalidArgument("socket path too long or empty: " + path);
   struct stat info {};
   if (lstat(path.c_str(), &info) == 0) {
     if (!S_ISSOCK(info.st_mode)) return Status::InvalidArgument(path + " exists and is not a socket");
@@ -124,8 +85,8 @@ Status HttpServer::ListenUnix(const std::string& path, mode_t mode) {
   }
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::Unavailable(Errno("socket"));
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || chmod(path.c_str(), mode) != 0 ||
-      listen(fd, 512) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      chmod(path.c_str(), mode) != 0 || listen(fd, kBacklog) != 0) {
     const Status error = Status::Unavailable(Errno("cannot listen on " + path));
     close(fd);
     return error;
@@ -134,108 +95,87 @@ Status HttpServer::ListenUnix(const std::string& path, mode_t mode) {
   return Status::Ok();
 }
 
+std::size_t HttpServer::EffectiveMaxConnections() const {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY)
+    return options_.max_connections;
+  // Root's connections may exceed the cap by one peer's worth; keep that and some spare free.
+  const std::size_t kept = options_.max_connections_per_peer + kSpareDescriptors;
+  const std::size_t fit = files.rlim_cur > kept ? static_cast<std::size_t>(files.rlim_cur) - kept : 1;
+  return std::min(options_.max_connections, fit);
+}
+
 Status HttpServer::Start() {
   if (listeners_.empty()) return Status::InvalidArgument("nothing to listen on");
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) return Status::Unavailable(Errno("eventfd"));
+  if (started_ || stopping_.load()) return Status::InvalidArgument("the server was already started");
+  if (options_.head_timeout_ms <= 0 || options_.read_timeout_ms <= 0 || options_.write_timeout_ms <= 0) {
+    return Status::InvalidArgument("head_timeout_ms, read_timeout_ms and write_timeout_ms must be > 0");
+  }
+  if (options_.workers == 0 || options_.max_connections == 0 || options_.max_connections_per_peer == 0) {
+    return Status::InvalidArgument("workers, max_connections and max_connections_per_peer must be > 0");
+  }
+  limits_ = std::make_unique<ConnectionLimits>(EffectiveMaxConnections(), options_.max_connections_per_peer);
+  workers_ = std::make_unique<WorkerPool>(options_.max_queued, [this](ReadyRequest& ready) { Serve(ready); });
+  std::vector<RequestReader::Listener> listeners;
+  for (const Listener& listener : listeners_)
+    listeners.push_back({listener.fd, listener.unix_socket, listener.path});
+  RequestReader::Settings settings;
+  settings.max_body = options_.max_body;
+  settings.head_timeout_ms = options_.head_timeout_ms;
+  settings.read_timeout_ms = options_.read_timeout_ms;
+  settings.tcp_peer_uid = options_.tcp_peer_uid;
+  reader_ = std::make_unique<RequestReader>(std::move(listeners), settings, limits_.get(), &counters_,
+                                            workers_.get());
+  if (Status opened = reader_->Open(); !opened.ok()) {
+    reader_.reset();
+    return opened;
+  }
+  workers_->Start(options_.workers);
+  reader_thread_ = std::thread([this] { reader_->Run(); });
   started_ = true;
-  for (std::size_t i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
-  acceptor_ = std::thread([this] { AcceptLoop(); });
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
   if (stopping_.exchange(true)) return;
   if (started_) {
-    const uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof(one));
-    acceptor_.join();
-    ready_.notify_all();
-    for (std::thread& worker : workers_) worker.join();
-    close(wake_fd_);
+    reader_->Stop();
+    reader_thread_.join();  // nothing more reaches the workers
+    workers_->Drain();      // every complete request is answered
+    reader_.reset();
   }
   for (const Listener& listener : listeners_) {
     close(listener.fd);
     if (listener.unix_socket) unlink(listener.path.c_str());
   }
-  for (const Connection& connection : queue_) close(connection.fd);
-  queue_.clear();
+  listeners_.clear();
 }
 
-void HttpServer::AcceptLoop() {
-  std::vector<pollfd> polled;
-  for (const Listener& listener : listeners_) polled.push_back({listener.fd, POLLIN, 0});
-  polled.push_back({wake_fd_, POLLIN, 0});
-  while (!stopping_.load()) {
-    if (poll(polled.data(), polled.size(), -1) < 0) continue;  // EINTR
-    for (std::size_t i = 0; i < listeners_.size(); ++i) {
-      if ((polled[i].revents & POLLIN) == 0) continue;
-      sockaddr_storage address{};
-      socklen_t size = sizeof(address);
-      const int fd = accept4(listeners_[i].fd, reinterpret_cast<sockaddr*>(&address), &size, SOCK_CLOEXEC);
-      if (fd < 0) continue;  // the client gave up, or fds ran out: the next poll retries
-      Enqueue({fd, listeners_[i].unix_socket ? UnixPeer(fd, listeners_[i].path) : TcpPeer(address)});
-    }
+ServerStats HttpServer::stats() const {
+  ServerStats stats = counters_.Snapshot();
+  if (limits_ != nullptr) {
+    stats.open_connections = limits_->open();
+    stats.max_connections = limits_->max_total();
   }
+  return stats;
 }
 
-void HttpServer::Enqueue(Connection connection) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (queue_.size() < options_.max_queued) {
-      queue_.push_back(std::move(connection));
-      ready_.notify_one();
-      return;
-    }
-  }
-  HttpResponse busy = ErrorResponse(503, "the server is busy; retry");
-  busy.headers["Retry-After"] = "1";
-  WriteAll(connection.fd, Serialize(busy), NowMs() + 100);
-  close(connection.fd);
-}
-
-void HttpServer::WorkerLoop() {
-  for (;;) {
-    Connection connection;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_.load() || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
-      connection = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    Serve(connection);
-    close(connection.fd);
-  }
-}
-
-void HttpServer::Serve(const Connection& connection) {
-  const int64_t deadline = NowMs() + options_.read_timeout_ms;
-  HttpParser parser(options_.max_body);
-  char buffer[8192];
-  while (parser.state() == HttpParser::State::kNeedMore) {
-    const long got = ReadSome(connection.fd, buffer, sizeof(buffer), deadline);
-    if (got == -2) {
-      WriteAll(connection.fd, Serialize(ErrorResponse(408, "request not received in time")), NowMs() + 1000);
-      return;
-    }
-    if (got <= 0) return;  // the client went away
-    parser.Feed(std::string_view(buffer, static_cast<std::size_t>(got)));
-  }
+void HttpServer::Serve(ReadyRequest& ready) {
   HttpResponse response;
-  if (parser.state() == HttpParser::State::kError) {
-    response = ErrorResponse(parser.error_status(), parser.error_message());
-  } else {
-    parser.request().peer = connection.peer;
-    try {
-      response = handler_(parser.request());
-    } catch (const std::exception& error) {
-      response = ErrorResponse(500, std::string("internal error: ") + error.what());
-    } catch (...) {
-      response = ErrorResponse(500, "internal error");
-    }
+  try {
+    response = handler_(ready.request);
+  } catch (const std::exception& error) {
+    response = ErrorResponse(500, std::string("internal error: ") + error.what());
+  } catch (...) {
+    response = ErrorResponse(500, "internal error");
   }
-  WriteAll(connection.fd, Serialize(response), NowMs() + options_.read_timeout_ms);
+  ServerCounters::Bump(counters_.handled);
+  if (!WriteAll(ready.fd, Serialize(response), NowMs() + options_.write_timeout_ms)) {
+    ServerCounters::Bump(counters_.write_failures);
+  }
+  // Given back first: a client that reconnects as soon as it sees EOF finds its slot free.
+  limits_->Release(ready.peer_key);
+  close(ready.fd);
 }
 
 }  // namespace fgpu::net
