@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/abi/cuda_types.h"
-#include "hook/memory_process_support.h"
+#include "hook/memory/memory_process_support.h"
 #include "slice/ledger_counters_print.h"
 #include "slice/process_liveness.h"
 #include "slice/slice.h"

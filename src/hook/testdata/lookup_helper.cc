@@ -33,10 +33,10 @@ namespace {
 
 const char* const kHooked[] = {
 #define FGPU_HOOK(name) #name,
-#include "hook/hooked_symbols.inc"
+#include "hook/interpose/hooked_symbols.inc"
 #undef FGPU_HOOK
 #define FGPU_HOOK_NVML(name) #name,
-#include "hook/hooked_nvml.inc"
+#include "hook/interpose/hooked_nvml.inc"
 #undef FGPU_HOOK_NVML
 };
 

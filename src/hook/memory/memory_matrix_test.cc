@@ -1,0 +1,241 @@
+// The memory hook end to end: the real fgpu-probe under LD_PRELOAD=libfgpu.so on a simulated
+// 8 GiB GPU (2 MiB granularity, 300 MiB per context) with a 1 GiB slice of it. Every allocation
+// API x every way of reaching the driver must stop at the cap minus the measured context
+// overhead, the simulator (read without the hook) must agree, and the virtual view must show
+// the slice.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "hook/memory/memory_process_support.h"
+#include "slice/slice.h"
+
+namespace fgpu::hook {
+namespace {
+
+using testing::BackgroundProcess;
+using testing::FindEvent;
+using testing::kMiBytes;
+using testing::SimMachine;
+
+constexpr const char* kUuid = "GPU-4d454d4f-5259-4d41-5452-495800000001";
+constexpr const char* kOtherUuid = "GPU-4d454d4f-5259-4d41-5452-495800000002";
+constexpr uint64_t kCap = 1024 * kMiBytes;
+constexpr uint64_t kContext = 300 * kMiBytes;
+constexpr uint64_t kGranule = 2 * kMiBytes;
+constexpr uint64_t kChunk = 64 * kMiBytes;
+constexpr uint64_t kDeviceMemory = 8192 * kMiBytes;
+constexpr int kHoldMs = 30000;  // holders are killed once observed
+
+std::string OneDevice() {
+  return std::string(R"([{"uuid": ")") + kUuid +
+         R"(", "memory": "8GiB", "granularity": "2MiB", "context_overhead": "300MiB"}])";
+}
+
+// What a fill of 64 MiB chunks gets into `room` bytes.
+uint64_t Fill(uint64_t room) { return room / kChunk * kChunk; }
+
+// The simulator's own per-process usage of `pid`, read by a probe without the hook.
+uint64_t PhysicalUsage(SimMachine& machine, pid_t pid) {
+  int exit_code = -1;
+  const std::vector<nlohmann::json> events = machine.RunProbe({"info"}, machine.SimEnv(), &exit_code);
+  const nlohmann::json info = FindEvent(events, "info");
+  EXPECT_EQ(exit_code, 0);
+  if (info.is_null()) return UINT64_MAX;
+  for (const nlohmann::json& process : info["nvml"]["processes"]) {
+    if (process["pid"].get<pid_t>() == pid) return process["used"].get<uint64_t>();
+  }
+  ADD_FAILURE() << "pid " << pid << " not in " << info.dump();
+  return UINT64_MAX;
+}
+
+uint64_t SliceUsed(const std::string& slice_dir) {
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir);
+  EXPECT_TRUE(admin.ok()) << admin.status().message();
+  return admin.ok() ? admin->Usage().used.at(0) : UINT64_MAX;
+}
+
+class MemoryMatrixTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if defined(__SANITIZE_THREAD__)
+    // A ThreadSanitizer runtime must start before anything else in the process, which a
+    // preloaded library cannot arrange: the probe would crash before the hook ran.
+    GTEST_SKIP() << "LD_PRELOAD of a ThreadSanitizer-instrumented libfgpu.so is not supported";
+#endif
+  }
+};
+
+TEST_F(MemoryMatrixTest, EveryApiThroughEveryLookupStopsAtTheCap) {
+  const std::vector<std::string> apis = {"mem_alloc", "pitch", "managed", "vmm",      "async",
+                                         "pool",      "array", "array3d", "mipmapped"};
+  const std::vector<std::string> lookups = {"direct", "dlsym", "procaddress", "procaddress_v2"};
+  const uint64_t allocated = Fill(kCap - kContext);
+  for (const std::string& api : apis) {
+    for (const std::string& lookup : lookups) {
+      SCOPED_TRACE("--api " + api + " --lookup " + lookup);
+      SimMachine machine(OneDevice());
+      const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+      std::unique_ptr<BackgroundProcess> holder =
+          machine.Probe({"--lookup", lookup, "fill", "--api", api, "--chunk", "64MiB", "--hold-ms",
+                         std::to_string(kHoldMs)},
+                        machine.HookedEnv(slice_dir));
+      ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
+      const nlohmann::json fill = holder->Event("fill");
+      EXPECT_EQ(fill["stop_error"], "CUDA_ERROR_OUT_OF_MEMORY") << fill.dump();
+      EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), allocated) << fill.dump();
+      // The view from inside the filled slice.
+      const nlohmann::json view = holder->Event("mem_get_info");
+      EXPECT_EQ(view["total"].get<uint64_t>(), kCap);
+      EXPECT_EQ(view["free"].get<uint64_t>(), kCap - kContext - allocated);
+      // What the simulated GPU really gave the process.
+      const uint64_t physical = PhysicalUsage(machine, holder->pid());
+      EXPECT_LE(physical, kCap + kGranule + kContext);
+      EXPECT_EQ(physical, kContext + allocated);
+      EXPECT_EQ(SliceUsed(slice_dir), kContext + allocated) << "the ledger agrees with the device";
+      holder->Kill();
+    }
+  }
+}
+
+TEST_F(MemoryMatrixTest, EveryViewShowsTheSlice) {
+  SimMachine machine(OneDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  int exit_code = -1;
+  nlohmann::json info =
+      FindEvent(machine.RunProbe({"info"}, machine.HookedEnv(slice_dir), &exit_code), "info");
+  ASSERT_EQ(exit_code, 0);
+  EXPECT_EQ(info["total_mem"].get<uint64_t>(), kCap) << "cuDeviceTotalMem_v2";
+  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kCap);
+  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kCap - kContext) << "its own context is used";
+  ASSERT_TRUE(info["nvml"]["available"].get<bool>()) << info.dump();
+  EXPECT_EQ(info["nvml"]["memory"]["total"].get<uint64_t>(), kCap);
+  EXPECT_EQ(info["nvml"]["memory"]["used"].get<uint64_t>(), kContext);
+  EXPECT_EQ(info["nvml"]["memory"]["free"].get<uint64_t>(), kCap - kContext);
+
+  // Another process of the slice holds 4 x 64 MiB: every view counts it.
+  std::unique_ptr<BackgroundProcess> holder =
+      machine.Probe({"alloc", "--bytes", "64MiB", "--count", "4", "--hold-ms", std::to_string(kHoldMs)},
+                    machine.HookedEnv(slice_dir));
+  ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
+  const uint64_t held = kContext + 4 * kChunk;
+  EXPECT_EQ(holder->Event("mem_get_info")["free"].get<uint64_t>(), kCap - held);
+  info = FindEvent(machine.RunProbe({"info"}, machine.HookedEnv(slice_dir), &exit_code), "info");
+  ASSERT_EQ(exit_code, 0);
+  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kCap);
+  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kCap - held - kContext);
+  EXPECT_EQ(info["nvml"]["memory"]["used"].get<uint64_t>(), held + kContext);
+  EXPECT_EQ(info["nvml"]["memory"]["free"].get<uint64_t>(), kCap - held - kContext);
+
+  // Without the hook: the whole device.
+  info = FindEvent(machine.RunProbe({"info"}, machine.SimEnv(), &exit_code), "info");
+  EXPECT_EQ(info["total_mem"].get<uint64_t>(), kDeviceMemory);
+  EXPECT_EQ(info["nvml"]["memory"]["total"].get<uint64_t>(), kDeviceMemory);
+}
+
+TEST_F(MemoryMatrixTest, ProcessesOfOneSliceShareTheCap) {
+  SimMachine machine(OneDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  std::unique_ptr<BackgroundProcess> holder =
+      machine.Probe({"alloc", "--bytes", "64MiB", "--count", "4", "--hold-ms", std::to_string(kHoldMs)},
+                    machine.HookedEnv(slice_dir));
+  ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
+  const uint64_t held = kContext + 4 * kChunk;
+  int exit_code = -1;
+  const std::vector<nlohmann::json> events =
+      machine.RunProbe({"fill", "--chunk", "64MiB"}, machine.HookedEnv(slice_dir), &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  const nlohmann::json fill = FindEvent(events, "fill");
+  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), Fill(kCap - held - kContext)) << fill.dump();
+  EXPECT_EQ(FindEvent(events, "mem_get_info")["free"].get<uint64_t>(),
+            kCap - held - kContext - Fill(kCap - held - kContext));
+}
+
+TEST_F(MemoryMatrixTest, LiveResize) {
+  SimMachine machine(OneDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  std::unique_ptr<BackgroundProcess> holder =
+      machine.Probe({"alloc", "--bytes", "64MiB", "--count", "4", "--hold-ms", std::to_string(kHoldMs)},
+                    machine.HookedEnv(slice_dir));
+  ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
+  const uint64_t held = kContext + 4 * kChunk;
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir);
+  ASSERT_TRUE(admin.ok()) << admin.status().message();
+
+  // Shrunk to leave a newcomer room for its context but not for one more chunk.
+  const uint64_t shrunk = held + kContext + kChunk - kGranule;
+  ASSERT_TRUE(admin->SetMemoryCap(0, shrunk).ok());
+  int exit_code = -1;
+  std::vector<nlohmann::json> events =
+      machine.RunProbe({"fill", "--chunk", "64MiB"}, machine.HookedEnv(slice_dir), &exit_code);
+  nlohmann::json fill = FindEvent(events, "fill");
+  EXPECT_EQ(fill["allocations"].get<uint64_t>(), 0u) << fill.dump();
+  EXPECT_EQ(fill["stop_error"], "CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(fill["stop_call"], "cuMemAlloc_v2");
+  EXPECT_EQ(FindEvent(events, "mem_get_info")["total"].get<uint64_t>(), shrunk);
+
+  // Grown: the next allocations succeed at once.
+  const uint64_t grown = 2048 * kMiBytes;
+  ASSERT_TRUE(admin->SetMemoryCap(0, grown).ok());
+  events = machine.RunProbe({"fill", "--chunk", "64MiB"}, machine.HookedEnv(slice_dir), &exit_code);
+  fill = FindEvent(events, "fill");
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), Fill(grown - held - kContext)) << fill.dump();
+  EXPECT_EQ(FindEvent(events, "mem_get_info")["total"].get<uint64_t>(), grown);
+}
+
+TEST_F(MemoryMatrixTest, KillSwitchLiftsTheCap) {
+  SimMachine machine(OneDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  int exit_code = -1;
+  const std::vector<nlohmann::json> events =
+      machine.RunProbe({"fill", "--chunk", "64MiB", "--hold-ms", "0"},
+                       machine.HookedEnv(slice_dir, {"FGPU_DISABLE=1"}), &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_EQ(FindEvent(events, "fill")["allocated_bytes"].get<uint64_t>(), Fill(kDeviceMemory - kContext));
+  EXPECT_EQ(FindEvent(events, "mem_get_info")["total"].get<uint64_t>(), kDeviceMemory);
+  EXPECT_EQ(SliceUsed(slice_dir), 0u) << "nothing charged";
+}
+
+TEST_F(MemoryMatrixTest, ChargesReturnWhenAProcessFreesAndExits) {
+  SimMachine machine(OneDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  for (const std::string api : {"mem_alloc", "vmm", "pool", "mipmapped"}) {
+    int exit_code = -1;
+    machine.RunProbe({"alloc", "--api", api, "--bytes", "100MiB", "--count", "3"},
+                     machine.HookedEnv(slice_dir), &exit_code);
+    EXPECT_EQ(exit_code, 0) << api;
+    EXPECT_EQ(SliceUsed(slice_dir), 0u)
+        << api << ": frees and the primary context's release credited everything";
+  }
+}
+
+// CUDA ordinals are translated by UUID: with the devices reordered, ordinal 0 is the slice's GPU
+// and ordinal 1 a GPU outside the slice, on which nothing can be allocated (fail closed).
+TEST_F(MemoryMatrixTest, ReorderedAndUuidVisibleDevicesChargeTheRightGpu) {
+  SimMachine machine(std::string(R"([{"uuid": ")") + kOtherUuid +
+                     R"(", "memory": "8GiB", "context_overhead": "300MiB"}, {"uuid": ")" + kUuid +
+                     R"(", "memory": "8GiB", "context_overhead": "300MiB"}])");
+  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  for (const std::string& visible : {std::string("1,0"), std::string(kUuid)}) {
+    SCOPED_TRACE("CUDA_VISIBLE_DEVICES=" + visible);
+    int exit_code = -1;
+    std::vector<nlohmann::json> events =
+        machine.RunProbe({"--device", "0", "fill", "--chunk", "64MiB"},
+                         machine.HookedEnv(slice_dir, {"CUDA_VISIBLE_DEVICES=" + visible}), &exit_code);
+    EXPECT_EQ(exit_code, 0);
+    EXPECT_EQ(FindEvent(events, "fill")["allocated_bytes"].get<uint64_t>(), Fill(kCap - kContext));
+  }
+  int exit_code = -1;
+  std::vector<nlohmann::json> events =
+      machine.RunProbe({"--device", "1", "fill", "--chunk", "64MiB"},
+                       machine.HookedEnv(slice_dir, {"CUDA_VISIBLE_DEVICES=1,0"}), &exit_code);
+  EXPECT_EQ(exit_code, 1);
+  const nlohmann::json error = FindEvent(events, "error");
+  EXPECT_EQ(error["call"], "cuDevicePrimaryCtxRetain") << error.dump();
+  EXPECT_EQ(error["name"], "CUDA_ERROR_OUT_OF_MEMORY");
+}
+
+}  // namespace
+}  // namespace fgpu::hook
