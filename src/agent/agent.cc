@@ -5,13 +5,16 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <iostream>
 
 #include "agent/api.h"
+#include "agent/config.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
 #include "agent/sched_placer.h"
@@ -30,36 +33,27 @@ int64_t UnixMsNow() {
       .count();
 }
 
-// The agent's configuration file; absent: the defaults (bypass → evict, 5 s grace, no
-// free-memory threshold, starvation not watched).
-Result<StopLossPolicy> LoadStopLossPolicy(const std::string& path) {
-  StopLossPolicy policy;
-  if (path.empty()) return policy;
-  std::ifstream file(path);
-  if (!file) return Status::NotFound("cannot read the configuration " + path);
-  const nlohmann::json config = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object()) return Status::InvalidArgument(path + " is not a JSON object");
-  if (!config.contains("stop_loss")) return policy;
-  const nlohmann::json& stop = config["stop_loss"];
-  const auto bad = [&](const std::string& what) { return Status::InvalidArgument(path + ": stop_loss." + what); };
-  if (!stop.is_object()) return bad("must be an object");
-  for (const auto& [key, value] : stop.items()) {
-    if (key == "bypass" && value.is_string() && (value == "evict" || value == "alert")) {
-      policy.bypass = value == "evict" ? StopLossPolicy::Bypass::kEvict : StopLossPolicy::Bypass::kAlert;
-    } else if (key == "grace_s" && value.is_number() && value.get<double>() >= 0) {
-      policy.grace_ms = static_cast<int64_t>(value.get<double>() * 1000);
-    } else if (key == "min_free" && value.is_string() && ParseByteSize(value.get<std::string>()).ok()) {
-      policy.min_free_bytes = *ParseByteSize(value.get<std::string>());
-    } else if (key == "starved_below" && value.is_number() && value.get<double>() >= 0 && value.get<double>() <= 1) {
-      policy.starved_below = value.get<double>();
-    } else if (key == "starve_window_s" && value.is_number() && value.get<double>() >= 1) {
-      policy.starve_window_ms = static_cast<int64_t>(value.get<double>() * 1000);
-    } else {
-      return bad(key + ": expected bypass \"evict\"|\"alert\", grace_s >= 0, min_free \"2GiB\", starved_below 0..1, "
-                       "starve_window_s >= 1");
-    }
+// The state directory, made if missing, as one canonical absolute path (slice directories are
+// compared by path: "/var/lib/fgpu/" and "/var/lib/fgpu" must be one place). Other users may
+// reach slices/ and agent.sock through it but not list or change it.
+Result<std::string> PrepareStateDir(const std::string& wanted) {
+  std::error_code error;
+  std::filesystem::create_directories(wanted, error);
+  if (error) return Status::Unavailable("cannot create the state directory " + wanted + ": " + error.message());
+  const std::filesystem::path canonical = std::filesystem::canonical(wanted, error);
+  if (error) return Status::Unavailable("cannot resolve the state directory " + wanted + ": " + error.message());
+  struct stat info {};
+  if (stat(canonical.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return Status::InvalidArgument(canonical.string() + " is not a directory");
   }
-  return policy;
+  if (info.st_uid != geteuid()) {
+    return Status::InvalidArgument("the state directory " + canonical.string() + " belongs to uid " +
+                                   std::to_string(info.st_uid) + ", not to the agent's user");
+  }
+  if (chmod(canonical.c_str(), 0711) != 0) {
+    return Status::Unavailable("cannot make " + canonical.string() + " 0711: " + std::strerror(errno));
+  }
+  return canonical.string();
 }
 
 int Fail(const std::string& message) {
@@ -82,14 +76,23 @@ int RunAgent(const AgentOptions& options) {
   const sigset_t signals = StopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::error_code error;
-  std::filesystem::create_directories(options.state_dir, error);
-  if (error) return Fail("cannot create the state directory " + options.state_dir + ": " + error.message());
+  // What the agent makes is its own unless it says otherwise (slice files, the socket, boards set
+  // their modes explicitly): the database and its journals hold every tenant's usage.
+  umask(077);
+  Result<AgentConfig> config = LoadConfig(options.config);
+  if (!config.ok()) return Fail(config.status().message());
+  if (!options.token_file.empty()) {
+    Result<std::string> token = LoadToken(options.token_file);
+    if (!token.ok()) return Fail("--token-file: " + token.status().message());
+    config->access.token = *token;
+  }
+  Result<std::string> state_dir = PrepareStateDir(options.state_dir);
+  if (!state_dir.ok()) return Fail(state_dir.status().message());
   Result<std::shared_ptr<NvmlClient>> nvml = NvmlClient::Load();
   if (!nvml.ok()) return Fail(nvml.status().message());
   Result<std::vector<GpuState>> gpus = (*nvml)->Gpus();
   if (!gpus.ok()) return Fail(gpus.status().message());
-  Result<std::unique_ptr<Store>> store = Store::Open(options.state_dir + "/agent.db");
+  Result<std::unique_ptr<Store>> store = Store::Open(*state_dir + "/agent.db");
   if (!store.ok()) return Fail(store.status().message());
   const char* compute_dir_env = std::getenv("FGPU_COMPUTE_DIR");
   const std::string compute_dir =
@@ -98,21 +101,23 @@ int RunAgent(const AgentOptions& options) {
   Result<SchedPlacer> placer = SchedPlacer::Create(options.policy);
   if (!placer.ok()) return Fail("--policy: " + placer.status().message());
   SliceService slices(
-      store->get(), *gpus, options.state_dir + "/slices", [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); },
+      store->get(), *gpus, *state_dir + "/slices", [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); },
       [&placer](const std::vector<GpuRoom>& rooms, const std::vector<SliceRecord>& held, uint64_t memory,
                 uint32_t share) { return placer->Choose(rooms, held, memory, share); });
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
+  slices.SetUsageRetention(config->usage_retention_ms);
 
-  Result<StopLossPolicy> policy = LoadStopLossPolicy(options.config);
-  if (!policy.ok()) return Fail(policy.status().message());
-  StopLoss stop_loss(&slices, *nvml, *policy, [&busy](const SliceRecord& slice) {
+  StopLoss stop_loss(&slices, *nvml, config->stop_loss, [&busy](const SliceRecord& slice) {
     const SliceUsage usage = busy.Read({slice}).front();
     return ComputeSample{usage.busy_ns, usage.throttled_ns};
   });
   Api api(&slices, *nvml, compute_dir);
   api.SetWorkloadEnvironment({options.workload_preload, options.workload_env});
   api.SetStopLoss(&stop_loss);
-  net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, {});
+  api.SetAccess(std::make_shared<Access>(config->access));
+  net::HttpServer::Options server_options;
+  server_options.max_body = 64 * 1024;  // the API's bodies are a few hundred bytes
+  net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, server_options);
   std::string where;
   if (!options.listen.empty()) {
     Result<net::Endpoint> endpoint = net::ParseEndpoint(options.listen, /*any_port=*/true);
@@ -120,9 +125,9 @@ int RunAgent(const AgentOptions& options) {
     if (endpoint->host != "127.0.0.1") return Fail("--listen is loopback only (127.0.0.1): the API has no TLS");
     Result<int> port = server.ListenTcp(endpoint->host, endpoint->port);
     if (!port.ok()) return Fail(port.status().message());
-    where = "http://127.0.0.1:" + std::to_string(*port) + " and ";
+    where = "http://127.0.0.1:" + std::to_string(*port) + (config->access.token.empty() ? " (read-only)" : "") + " and ";
   }
-  const std::string socket = options.socket.empty() ? options.state_dir + "/agent.sock" : options.socket;
+  const std::string socket = options.socket.empty() ? *state_dir + "/agent.sock" : options.socket;
   if (Status listening = server.ListenUnix(socket, 0666); !listening.ok()) return Fail(listening.message());
   if (Status started = server.Start(); !started.ok()) return Fail(started.message());
   std::cout << "fgpu agent: placement policy " << placer->policy() << "; " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "

@@ -1,9 +1,12 @@
 #include "agent/api.h"
 
+#include <pwd.h>
+
 #include <charconv>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "agent/dashboard.h"
 #include "agent/metrics.h"
@@ -18,7 +21,8 @@ using nlohmann::json;
 net::HttpResponse Json(int status, const json& body) {
   net::HttpResponse response;
   response.status = status;
-  response.body = body.dump();
+  // Replacing, not throwing: a message that quotes a client's bytes must never turn into a 500.
+  response.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   return response;
 }
 
@@ -36,11 +40,25 @@ int HttpStatusOf(const Status& status) {
     case StatusCode::kInvalidArgument: return 400;
     case StatusCode::kNotFound: return 404;
     case StatusCode::kResourceExhausted: return 409;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kUnavailable: return 503;
     default: return 500;
   }
 }
 
 net::HttpResponse ErrorOf(const Status& status) { return Error(HttpStatusOf(status), status.message()); }
+
+// What anyone who may read the API sees of a slice (the dashboard's and /metrics' view).
+json PublicJson(const SliceRecord& slice) {
+  return json{{"id", slice.id},
+              {"gpu", slice.gpu_uuid},
+              {"memory_bytes", slice.memory_bytes},
+              {"compute", slice.compute_share},
+              {"compute_mode", slice::ToString(slice.compute_mode)},
+              {"tier", slice::ToString(slice.tier)},
+              {"tenant", slice.tenant},
+              {"created_unix_ms", slice.created_unix_ms}};
+}
 
 json ToJson(const SliceRecord& slice, const WorkloadEnvironment& workload) {
   json env = json::object();
@@ -85,11 +103,69 @@ Result<std::string> StringField(const json& value, const char* name) {
   return value.get<std::string>();
 }
 
+// How deeply `text` nests arrays and objects, counted without parsing (strings skipped), so that
+// a hostile body is refused before the parser's recursion and allocations see it.
+int JsonDepth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if (c == ']' || c == '}') --depth;
+  }
+  return deepest;
+}
+
+// Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool IsUtf8(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    int extra = 0;
+    uint32_t code = 0;
+    if (byte < 0x80) {
+      ++i;
+      continue;
+    } else if ((byte & 0xe0) == 0xc0) {
+      extra = 1, code = byte & 0x1f;
+    } else if ((byte & 0xf0) == 0xe0) {
+      extra = 2, code = byte & 0x0f;
+    } else if ((byte & 0xf8) == 0xf0) {
+      extra = 3, code = byte & 0x07;
+    } else {
+      return false;
+    }
+    if (i + static_cast<std::size_t>(extra) >= text.size()) return false;
+    for (int k = 1; k <= extra; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = code << 6 | (next & 0x3f);
+    }
+    static constexpr uint32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[extra] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return true;
+}
+
 // The body as a JSON object whose keys are all in `known`.
 Result<json> ObjectBody(const net::HttpRequest& request, std::initializer_list<const char*> known) {
   const std::string type = request.Header("content-type");
   if (!type.empty() && type.rfind("application/json", 0) != 0) {
     return Status::InvalidArgument("send Content-Type: application/json");
+  }
+  if (JsonDepth(request.body) > Api::kMaxJsonDepth) {
+    return Status::InvalidArgument("the body nests deeper than " + std::to_string(Api::kMaxJsonDepth) + " levels");
   }
   json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return Status::InvalidArgument("the body is not valid JSON");
@@ -132,6 +208,22 @@ Result<ResizeRequest> ParseLimits(const json& body) {
   return limits;
 }
 
+// A uid, or a user name this machine knows.
+Result<uid_t> OwnerField(const json& value) {
+  if (value.is_number_unsigned() && value.get<uint64_t>() < static_cast<uint64_t>(static_cast<uid_t>(-1))) {
+    return static_cast<uid_t>(value.get<uint64_t>());
+  }
+  if (!value.is_string()) return Status::InvalidArgument("owner must be a uid or a user name");
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwnam_r(value.get<std::string>().c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
+      found == nullptr) {
+    return Status::InvalidArgument("owner: no user '" + value.get<std::string>() + "' on this machine");
+  }
+  return found->pw_uid;
+}
+
 Result<CreateRequest> ParseCreate(const json& body) {
   Result<ResizeRequest> limits = ParseLimits(body);
   if (!limits.ok()) return limits.status();
@@ -162,35 +254,47 @@ Result<CreateRequest> ParseCreate(const json& body) {
     if (!gpu.ok()) return gpu.status();
     request.gpu = *gpu;
   }
+  if (body.contains("owner")) {
+    Result<uid_t> owner = OwnerField(body["owner"]);
+    if (!owner.ok()) return owner.status();
+    request.owner = *owner;
+  }
   return request;
 }
 
 }  // namespace
 
 net::HttpResponse Api::Handle(const net::HttpRequest& request) {
+  if (!IsUtf8(request.path) || !IsUtf8(request.query)) return Error(400, "the request target is not valid UTF-8");
+  Result<Caller> caller = access_->Identify(request);
+  if (!caller.ok()) return ErrorOf(caller.status());
+  return Route(request, *caller);
+}
+
+net::HttpResponse Api::Route(const net::HttpRequest& request, const Caller& caller) {
   const std::string& path = request.path;
   const std::string& method = request.method;
   if (path == "/" || path == "/dashboard") return method == "GET" ? DashboardPage() : Error(405, "use GET");
   if (path == "/metrics") return method == "GET" ? Metrics() : Error(405, "use GET");
   if (path == "/v1/health") return method == "GET" ? Health() : Error(405, "use GET");
-  if (path == "/v1/usage") return method == "GET" ? Usage(request) : Error(405, "use GET");
+  if (path == "/v1/usage") return method == "GET" ? Usage(request, caller) : Error(405, "use GET");
   if (path == "/v1/gpus") return method == "GET" ? ListGpus() : Error(405, "use GET");
   const std::string gpus = "/v1/gpus/";
   if (path.rfind(gpus, 0) == 0 && path.size() > gpus.size() && path.find('/', gpus.size()) == std::string::npos) {
-    return method == "PUT" ? SetGpuMode(request, path.substr(gpus.size())) : Error(405, "use PUT");
+    return method == "PUT" ? SetGpuMode(request, caller, path.substr(gpus.size())) : Error(405, "use PUT");
   }
   if (path == "/v1/slices") {
-    if (method == "GET") return ListSlices(request);
-    if (method == "POST") return CreateSlice(request);
+    if (method == "GET") return ListSlices(request, caller);
+    if (method == "POST") return CreateSlice(request, caller);
     return Error(405, "use GET or POST");
   }
   const std::string queue = "/v1/queue/";
   if (path.rfind(queue, 0) == 0 && path.size() > queue.size() && path.find('/', queue.size()) == std::string::npos) {
-    return Queued(request, path.substr(queue.size()));
+    return Queued(request, caller, path.substr(queue.size()));
   }
   const std::string prefix = "/v1/slices/";
   if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() && path.find('/', prefix.size()) == std::string::npos) {
-    return OneSlice(request, path.substr(prefix.size()));
+    return OneSlice(request, caller, path.substr(prefix.size()));
   }
   return Error(404, "no such endpoint: " + method + " " + path);
 }
@@ -214,7 +318,7 @@ net::HttpResponse Api::Metrics() {
 
 // ?since=<unix ms>&until=<unix ms>&by=tenant|slice|account|user|job (defaults: everything, now, tenant). Read-only:
 // the closed records, so up to one accounting interval behind (dashboards poll this).
-net::HttpResponse Api::Usage(const net::HttpRequest& request) {
+net::HttpResponse Api::Usage(const net::HttpRequest& request, const Caller& caller) {
   std::map<std::string, std::string> query;
   std::size_t at = 0;
   while (at < request.query.size()) {
@@ -241,7 +345,13 @@ net::HttpResponse Api::Usage(const net::HttpRequest& request) {
   Result<int64_t> until = number("until", now);
   if (!since.ok()) return ErrorOf(since.status());
   if (!until.ok()) return ErrorOf(until.status());
-  Result<std::vector<UsageTotal>> totals = slices_->Totals(*since, *until, query.count("by") ? query["by"] : "tenant");
+  const std::string by = query.count("by") ? query["by"] : "tenant";
+  // Tenants and slices are what /metrics shows anyone; a batch job's user, account and job id
+  // are for admins.
+  if (by != "tenant" && by != "slice") {
+    if (Status admin = access_->MayAdminister(caller, "usage by " + by); !admin.ok()) return ErrorOf(admin);
+  }
+  Result<std::vector<UsageTotal>> totals = slices_->Totals(*since, *until, by);
   if (!totals.ok()) return ErrorOf(totals.status());
   json rows = json::array();
   for (const UsageTotal& total : *totals) {
@@ -275,7 +385,8 @@ net::HttpResponse Api::ListGpus() {
 }
 
 // {"exclusive": true|false}: the switch that takes a GPU out of sharing (no new placements).
-net::HttpResponse Api::SetGpuMode(const net::HttpRequest& request, const std::string& gpu) {
+net::HttpResponse Api::SetGpuMode(const net::HttpRequest& request, const Caller& caller, const std::string& gpu) {
+  if (Status admin = access_->MayAdminister(caller, "switching a GPU's mode"); !admin.ok()) return ErrorOf(admin);
   Result<json> body = ObjectBody(request, {"exclusive"});
   if (!body.ok()) return ErrorOf(body.status());
   if (!body->contains("exclusive") || !(*body)["exclusive"].is_boolean()) {
@@ -286,67 +397,86 @@ net::HttpResponse Api::SetGpuMode(const net::HttpRequest& request, const std::st
   return ListGpus();
 }
 
-net::HttpResponse Api::ListSlices(const net::HttpRequest& request) {
+net::HttpResponse Api::ListSlices(const net::HttpRequest& request, const Caller& caller) {
   const std::vector<SliceRecord> records = slices_->List();
   // ?usage=1: also what each slice uses now (its ledger and compute board), as fgpu status shows.
   const bool with_usage = request.query.find("usage=1") != std::string::npos;
   const std::vector<SliceUsage> usage = with_usage ? usage_.Read(records) : std::vector<SliceUsage>();
   json slices = json::array();
   for (std::size_t i = 0; i < records.size(); ++i) {
-    json slice = ToJson(records[i], workload_);
+    const bool full = access_->MayManage(caller, records[i]).ok();
+    json slice = full ? ToJson(records[i], workload_) : PublicJson(records[i]);
     if (with_usage) {
       slice["memory_used_bytes"] = usage[i].memory_used;
       slice["processes"] = usage[i].processes;
       slice["compute_busy_seconds"] = static_cast<double>(usage[i].busy_ns) / 1e9;
       slice["compute_throttled_seconds"] = static_cast<double>(usage[i].throttled_ns) / 1e9;
+      slice["ledger_readable"] = usage[i].ledger_readable;
+      if (full && !usage[i].ledger_readable) slice["ledger_problem"] = usage[i].ledger_problem;
     }
     slices.push_back(std::move(slice));
   }
   return Json(200, slices);
 }
 
-net::HttpResponse Api::CreateSlice(const net::HttpRequest& request) {
+net::HttpResponse Api::CreateSlice(const net::HttpRequest& request, const Caller& caller) {
+  if (!caller.may_write()) return ErrorOf(access_->MayCreate(caller, CreateRequest{}, 0));
   Result<json> body =
       ObjectBody(request, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu", "release_on_exit", "wait", "job",
-                           "user", "account"});
+                           "user", "account", "owner"});
   if (!body.ok()) return ErrorOf(body.status());
   Result<CreateRequest> create = ParseCreate(*body);
   if (!create.ok()) return ErrorOf(create.status());
+  if (caller.role != Role::kAdmin) {
+    const std::vector<SliceRecord> all = slices_->List();
+    const int held = static_cast<int>(std::count_if(all.begin(), all.end(), [&](const SliceRecord& slice) {
+      return slice.owner_uid == static_cast<int64_t>(*caller.uid);
+    }));
+    if (Status allowed = access_->MayCreate(caller, *create, held); !allowed.ok()) return ErrorOf(allowed);
+    create->max_share = access_->RuleFor(*caller.uid).max_compute;
+  }
   Result<QueueStatus> outcome = slices_->CreateOrQueue(*create, request.peer);
   if (!outcome.ok()) return ErrorOf(outcome.status());
   if (outcome->slice) return Json(201, ToJson(*outcome->slice, workload_));
   return Json(202, json{{"ticket", outcome->ticket}, {"position", outcome->position}});
 }
 
-net::HttpResponse Api::Queued(const net::HttpRequest& request, const std::string& ticket) {
+net::HttpResponse Api::Queued(const net::HttpRequest& request, const Caller& caller, const std::string& ticket) {
+  if (request.method != "GET" && request.method != "DELETE") return Error(405, "use GET or DELETE");
+  // A ticket is its creator's: another user learns nothing of it, not even that it exists.
+  Result<int64_t> owner = slices_->TicketOwner(ticket);
+  const bool mine = owner.ok() && (caller.role == Role::kAdmin ||
+                                   (caller.role == Role::kUser && *owner == static_cast<int64_t>(*caller.uid)));
+  if (!mine) return Error(404, "no queued request " + ticket + " of yours");
   if (request.method == "GET") {
     Result<QueueStatus> status = slices_->Poll(ticket);
     if (!status.ok()) return ErrorOf(status.status());
     if (status->slice) return Json(201, ToJson(*status->slice, workload_));
     return Json(200, json{{"ticket", ticket}, {"position", status->position}});
   }
-  if (request.method == "DELETE") {
-    const Status cancelled = slices_->Cancel(ticket);
-    if (!cancelled.ok()) return ErrorOf(cancelled);
-    return NoContent();
-  }
-  return Error(405, "use GET or DELETE");
+  const Status cancelled = slices_->Cancel(ticket);
+  if (!cancelled.ok()) return ErrorOf(cancelled);
+  return NoContent();
 }
 
-net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const std::string& id) {
+net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const Caller& caller, const std::string& id) {
+  Result<SliceRecord> slice = slices_->Get(id);
+  if (!slice.ok()) return ErrorOf(slice.status());
   if (request.method == "GET") {
-    Result<SliceRecord> slice = slices_->Get(id);
-    return slice.ok() ? Json(200, ToJson(*slice, workload_)) : ErrorOf(slice.status());
+    const bool full = access_->MayManage(caller, *slice).ok();
+    return Json(200, full ? ToJson(*slice, workload_) : PublicJson(*slice));
   }
   if (request.method == "PATCH") {
     Result<json> body = ObjectBody(request, {"memory", "compute", "compute_mode", "tier"});
     if (!body.ok()) return ErrorOf(body.status());
     Result<ResizeRequest> resize = ParseLimits(*body);
     if (!resize.ok()) return ErrorOf(resize.status());
-    Result<SliceRecord> slice = slices_->Resize(id, *resize);
-    return slice.ok() ? Json(200, ToJson(*slice, workload_)) : ErrorOf(slice.status());
+    if (Status allowed = access_->MayResize(caller, *slice, *resize); !allowed.ok()) return ErrorOf(allowed);
+    Result<SliceRecord> resized = slices_->Resize(id, *resize);
+    return resized.ok() ? Json(200, ToJson(*resized, workload_)) : ErrorOf(resized.status());
   }
   if (request.method == "DELETE") {
+    if (Status allowed = access_->MayManage(caller, *slice); !allowed.ok()) return ErrorOf(allowed);
     const Status deleted = slices_->Delete(id);
     if (!deleted.ok()) return ErrorOf(deleted);
     return NoContent();

@@ -19,8 +19,17 @@
 //   PATCH  /v1/slices/{id}        any of memory, compute, compute_mode, tier → 200
 //   DELETE /v1/slices/{id}        → 204
 //
-// Errors are {"error": "..."} with 400 (malformed JSON, a bad field, an unknown field), 404
-// (no such slice or GPU), 405, 409 (no room), 415 (not JSON), 500.
+//   POST   /v1/slices also takes "owner": a uid or user name (admins: a slice for that user).
+//
+// Who may call what (Access, docs/security.md): every route checks the caller first. Viewers
+// (TCP without the token) read health, GPUs, metrics, the dashboard, usage by tenant or slice
+// and every slice's public fields; users (Unix socket) also create slices within their rule and
+// read in full, resize and delete their own, and poll or cancel their own queue tickets; admins
+// (root, the admin group, TCP with the token) do everything.
+//
+// Errors are {"error": "..."} with 400 (malformed JSON, a bad field, an unknown field, a body
+// nested deeper than kMaxJsonDepth, a path or query that is not UTF-8), 403 (not allowed: the
+// reason), 404 (no such slice, GPU or ticket), 405, 409 (no room), 415 (not JSON), 500.
 #pragma once
 
 #include <memory>
@@ -28,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/access.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
@@ -47,6 +57,9 @@ struct WorkloadEnvironment {
 
 class Api {
  public:
+  // A JSON body nested deeper is refused before it is parsed (the API's bodies are flat).
+  static constexpr int kMaxJsonDepth = 8;
+
   // `nvml` (may be null: GPU readings are then omitted) and `compute_dir` (the GPUs' compute
   // boards) feed GET /metrics.
   explicit Api(SliceService* slices, std::shared_ptr<NvmlClient> nvml = nullptr,
@@ -56,24 +69,28 @@ class Api {
   // Stop-loss counters for /metrics (none when unset).
   void SetStopLoss(const StopLoss* stop_loss) { stop_loss_ = stop_loss; }
   void SetWorkloadEnvironment(WorkloadEnvironment workload) { workload_ = std::move(workload); }
+  // Who may do what; until set: root (and TCP with no token) as in AccessPolicy's defaults.
+  void SetAccess(std::shared_ptr<const Access> access) { access_ = std::move(access); }
 
  private:
+  net::HttpResponse Route(const net::HttpRequest& request, const Caller& caller);
   net::HttpResponse Health();
   net::HttpResponse ListGpus();
-  net::HttpResponse SetGpuMode(const net::HttpRequest& request, const std::string& gpu);
-  net::HttpResponse ListSlices(const net::HttpRequest& request);
-  net::HttpResponse CreateSlice(const net::HttpRequest& request);
-  net::HttpResponse OneSlice(const net::HttpRequest& request, const std::string& id);
-  net::HttpResponse Queued(const net::HttpRequest& request, const std::string& ticket);
+  net::HttpResponse SetGpuMode(const net::HttpRequest& request, const Caller& caller, const std::string& gpu);
+  net::HttpResponse ListSlices(const net::HttpRequest& request, const Caller& caller);
+  net::HttpResponse CreateSlice(const net::HttpRequest& request, const Caller& caller);
+  net::HttpResponse OneSlice(const net::HttpRequest& request, const Caller& caller, const std::string& id);
+  net::HttpResponse Queued(const net::HttpRequest& request, const Caller& caller, const std::string& ticket);
 
   net::HttpResponse Metrics();
-  net::HttpResponse Usage(const net::HttpRequest& request);
+  net::HttpResponse Usage(const net::HttpRequest& request, const Caller& caller);
 
   SliceService* slices_;
   std::shared_ptr<NvmlClient> nvml_;
   UsageReader usage_;
   const StopLoss* stop_loss_ = nullptr;
   WorkloadEnvironment workload_;
+  std::shared_ptr<const Access> access_ = std::make_shared<Access>(AccessPolicy{});
 };
 
 }  // namespace fgpu::agent

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -48,14 +50,16 @@ class ApiTest : public ::testing::Test {
     api_ = std::make_unique<Api>(service_.get());
   }
 
-  net::HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "") {
+  // As `uid` over the Unix socket (root: an admin).
+  net::HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "",
+                         uid_t uid = 0) {
     net::HttpRequest request;
     request.method = method;
     request.path = path.substr(0, path.find('?'));
     if (path.find('?') != std::string::npos) request.query = path.substr(path.find('?') + 1);
     request.body = body;
     request.peer.unix_socket = true;
-    request.peer.uid = 1234;
+    request.peer.uid = uid;
     request.peer.pid = 99;
     return api_->Handle(request);
   }
@@ -74,7 +78,7 @@ TEST_F(ApiTest, CreateGetResizeDelete) {
   const json slice = json::parse(created.body);
   const std::string id = slice["id"];
   EXPECT_EQ(slice["memory_bytes"], 10 * kGiB);
-  EXPECT_EQ(slice["owner_uid"], 1234);
+  EXPECT_EQ(slice["owner_uid"], 0);
   // The slice directory is what the interposer will read.
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice["dir"].get<std::string>());
   ASSERT_TRUE(admin.ok());
@@ -223,7 +227,12 @@ TEST_F(ApiTest, WaitingAndReleaseOnExitNeedAKnownPeer) {
   request.path = "/v1/slices";
   request.body = R"({"memory":"1GiB","release_on_exit":true})";
   request.peer.unix_socket = false;  // TCP: nobody vouches for the pid
-  EXPECT_EQ(api_->Handle(request).status, 400);
+  EXPECT_EQ(api_->Handle(request).status, 403) << "without the token TCP is read-only";
+  AccessPolicy policy;
+  policy.token = "0123456789abcdef0123";
+  api_->SetAccess(std::make_shared<Access>(policy));
+  request.headers["authorization"] = "Bearer " + policy.token;
+  EXPECT_EQ(api_->Handle(request).status, 400) << "an admin over TCP still has no pid to watch";
 }
 
 // A child that waits to be killed.
@@ -348,6 +357,155 @@ TEST_F(ApiTest, JobLabelsReachUsageRecordsAndTheSliceNamesItsWorkloadEnvironment
   EXPECT_NEAR(accounts[1]["reserved_gpu_seconds"].get<double>(), 900, 1);
   EXPECT_EQ(json::parse(Call("GET", "/v1/usage?by=user" + until).body)[1]["key"], "alice@lab");
   EXPECT_EQ(json::parse(Call("GET", "/v1/usage?by=job" + until).body)[1]["key"], "1234.batch");
+}
+
+}  // namespace
+}  // namespace fgpu::agent
+
+namespace fgpu::agent {
+namespace {
+
+// Authorization through the API: users own their slices, viewers read, admins do everything.
+class ApiAccessTest : public ApiTest {
+ protected:
+  static constexpr uid_t kAlice = 1001, kBob = 1002;
+
+  net::HttpResponse Tcp(const std::string& method, const std::string& path, const std::string& body = "",
+                        std::map<std::string, std::string> headers = {}) {
+    net::HttpRequest request;
+    request.method = method;
+    request.path = path.substr(0, path.find('?'));
+    if (path.find('?') != std::string::npos) request.query = path.substr(path.find('?') + 1);
+    request.body = body;
+    request.headers = std::move(headers);
+    request.peer.unix_socket = false;
+    request.peer.address = "127.0.0.1:40000";
+    return api_->Handle(request);
+  }
+  std::string Create(uid_t uid, const std::string& body = R"({"memory":"4GiB","compute":10})") {
+    const net::HttpResponse created = Call("POST", "/v1/slices", body, uid);
+    EXPECT_EQ(created.status, 201) << created.body;
+    return created.status == 201 ? json::parse(created.body)["id"].get<std::string>() : "";
+  }
+};
+
+TEST_F(ApiAccessTest, AUserManagesOnlyItsOwnSlices) {
+  const std::string alices = Create(kAlice);
+  const std::string bobs = Create(kBob);
+  EXPECT_EQ(Call("PATCH", "/v1/slices/" + alices, R"({"memory":"5GiB"})", kAlice).status, 200);
+  for (const auto& [method, body] : std::vector<std::pair<std::string, std::string>>{
+           {"PATCH", R"({"memory":"70GiB"})"}, {"DELETE", ""}}) {
+    const net::HttpResponse refused = Call(method, "/v1/slices/" + bobs, body, kAlice);
+    EXPECT_EQ(refused.status, 403) << method << " " << refused.body;
+    EXPECT_NE(refused.body.find("belongs to another user"), std::string::npos) << refused.body;
+  }
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices/" + bobs).body)["memory_bytes"], 4 * kGiB) << "unchanged";
+  // Another user's slice is seen as the dashboard shows it: no directory, environment or job.
+  const json seen = json::parse(Call("GET", "/v1/slices/" + bobs, "", kAlice).body);
+  EXPECT_FALSE(seen.contains("dir") || seen.contains("env") || seen.contains("owner_pid") || seen.contains("user"));
+  EXPECT_TRUE(json::parse(Call("GET", "/v1/slices/" + alices, "", kAlice).body).contains("env"));
+  EXPECT_EQ(Call("DELETE", "/v1/slices/" + bobs, "", kBob).status, 204);
+  EXPECT_EQ(Call("DELETE", "/v1/slices/" + alices).status, 204) << "root is an admin";
+}
+
+TEST_F(ApiAccessTest, AUserAsksWithinItsRule) {
+  AccessPolicy policy;
+  policy.defaults.max_memory = 8 * kGiB;
+  policy.defaults.max_compute = 20;
+  policy.defaults.max_slices = 2;
+  policy.defaults.gpus = {"1"};
+  api_->SetAccess(std::make_shared<Access>(policy));
+  const struct {
+    const char* body;
+    const char* reason;
+  } refusals[] = {
+      {R"({"memory":"9GiB","gpu":"1"})", "over 8 GiB"},
+      {R"({"memory":"1GiB","compute":30,"gpu":"1"})", "over 20 % compute"},
+      {R"({"memory":"1GiB","tier":"latency","gpu":"1"})", "latency tier"},
+      {R"({"memory":"1GiB","gpu":"0"})", "may not use GPU 0"},
+      {R"({"memory":"1GiB","gpu":"1","tenant":"physics"})", "may not bill tenant 'physics'"},
+      {R"({"memory":"1GiB","gpu":"1","owner":0})", "for another user"},
+  };
+  for (const auto& refusal : refusals) {
+    const net::HttpResponse response = Call("POST", "/v1/slices", refusal.body, kAlice);
+    EXPECT_EQ(response.status, 403) << refusal.body << " -> " << response.body;
+    EXPECT_NE(response.body.find(refusal.reason), std::string::npos) << response.body;
+  }
+  // Memory alone: the proportional share is held to the rule's compute.
+  const json sized = json::parse(Call("POST", "/v1/slices", R"({"memory":"8GiB","gpu":"1"})", kAlice).body);
+  EXPECT_EQ(sized["compute"], 10);
+  const std::string id = sized["id"];
+  EXPECT_EQ(Call("PATCH", "/v1/slices/" + id, R"({"compute":40})", kAlice).status, 403);
+  EXPECT_EQ(Call("PATCH", "/v1/slices/" + id, R"({"tier":"latency"})", kAlice).status, 403);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"1","tenant":"default"})", kAlice).status, 201);
+  const net::HttpResponse third = Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"1"})", kAlice);
+  EXPECT_EQ(third.status, 403) << "max_slices";
+  EXPECT_EQ(service_->List().size(), 2u);
+  // Admins are outside every rule, and may create a slice for a user.
+  const json for_bob = json::parse(
+      Call("POST", "/v1/slices", R"({"memory":"40GiB","tier":"latency","gpu":"0","owner":1002})").body);
+  EXPECT_EQ(for_bob["owner_uid"], kBob);
+  EXPECT_EQ(Call("DELETE", "/v1/slices/" + for_bob["id"].get<std::string>(), "", kBob).status, 204);
+}
+
+TEST_F(ApiAccessTest, TcpIsReadOnlyWithoutTheTokenAndAdminWithIt) {
+  const std::string id = Create(kAlice);
+  EXPECT_EQ(Tcp("GET", "/v1/slices").status, 200);
+  EXPECT_EQ(Tcp("GET", "/v1/gpus").status, 200);
+  EXPECT_EQ(Tcp("GET", "/metrics").status, 200);
+  EXPECT_EQ(Tcp("GET", "/v1/usage?by=tenant").status, 200);
+  EXPECT_EQ(Tcp("GET", "/v1/usage?by=user").status, 403);
+  EXPECT_FALSE(json::parse(Tcp("GET", "/v1/slices").body)[0].contains("env"));
+  for (const auto& [method, path, body] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"POST", "/v1/slices", R"({"memory":"1GiB"})"},
+           {"PATCH", "/v1/slices/" + id, R"({"memory":"1GiB"})"},
+           {"DELETE", "/v1/slices/" + id, ""},
+           {"PUT", "/v1/gpus/0", R"({"exclusive":true})"}}) {
+    EXPECT_EQ(Tcp(method, path, body).status, 403) << method << " " << path;
+  }
+  AccessPolicy policy;
+  policy.token = "s3cret-token-of-twenty";
+  api_->SetAccess(std::make_shared<Access>(policy));
+  EXPECT_EQ(Tcp("DELETE", "/v1/slices/" + id, "", {{"authorization", "Bearer wrong-token-of-twenty!"}}).status, 403);
+  EXPECT_EQ(Tcp("DELETE", "/v1/slices/" + id, "", {{"authorization", "Bearer " + policy.token}}).status, 204);
+  // A page on another origin reaching the loopback port (DNS rebinding) is refused.
+  EXPECT_EQ(Tcp("GET", "/", "", {{"host", "evil.example:7070"}}).status, 403);
+  EXPECT_EQ(Tcp("GET", "/", "", {{"host", "127.0.0.1:7070"}}).status, 200);
+  EXPECT_EQ(Tcp("GET", "/", "", {{"host", "localhost"}}).status, 200);
+}
+
+TEST_F(ApiAccessTest, ATicketIsItsCreatorsAndCannotBeGuessed) {
+  Create(kAlice, R"({"memory":"80GiB","gpu":"0"})");
+  Create(kAlice, R"({"memory":"80GiB","gpu":"1"})");
+  net::HttpRequest request;
+  request.method = "POST";
+  request.path = "/v1/slices";
+  request.body = R"({"memory":"1GiB","wait":true})";
+  request.peer = {true, getpid(), kBob, kBob, "sock"};
+  const net::HttpResponse queued = api_->Handle(request);
+  ASSERT_EQ(queued.status, 202) << queued.body;
+  const std::string ticket = json::parse(queued.body)["ticket"];
+  EXPECT_EQ(ticket.size(), 33u) << "q + 128 random bits in hex";
+  EXPECT_EQ(Call("GET", "/v1/queue/" + ticket, "", kAlice).status, 404);
+  EXPECT_EQ(Call("DELETE", "/v1/queue/" + ticket, "", kAlice).status, 404);
+  EXPECT_EQ(Call("GET", "/v1/queue/" + ticket, "", kBob).status, 200);
+  EXPECT_EQ(Call("DELETE", "/v1/queue/" + ticket, "", kBob).status, 204);
+}
+
+TEST_F(ApiAccessTest, HostileBodiesAndTargetsAreRefusedCleanly) {
+  std::string deep(100000, '[');
+  deep += std::string(100000, ']');
+  EXPECT_EQ(Call("POST", "/v1/slices", deep).status, 400);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","tenant":"\u00ff"})").status, 400);
+  EXPECT_EQ(Call("POST", "/v1/slices", "{\"memory\":\"1GiB\",\"tenant\":\"\xff\"}").status, 400);
+  for (const std::string path : {"/v1/slices/\xff\xfe", "/v1/\xc0\xaf", "/\xed\xa0\x80"}) {
+    const net::HttpResponse response = Call("GET", path);
+    EXPECT_EQ(response.status, 400) << response.body;
+    EXPECT_TRUE(json::parse(response.body, nullptr, false).is_object());
+  }
+  // Valid UTF-8 in an unknown path is quoted back as it is.
+  EXPECT_EQ(Call("GET", "/v1/slices/caf\xc3\xa9").status, 404);
+  EXPECT_TRUE(service_->List().empty());
 }
 
 }  // namespace

@@ -212,12 +212,16 @@ std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices
     auto cached = cache_->ledgers.find(slice.id);
     if (cached == cache_->ledgers.end() || cached->second.dir != slice.dir) {
       Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
-      if (!admin.ok()) continue;  // ledger_readable stays false
+      if (!admin.ok()) {
+        usage[i].ledger_problem = admin.status().message();
+        continue;  // ledger_readable stays false
+      }
       cached = cache_->ledgers.insert_or_assign(slice.id, Cache::Ledger{slice.dir, std::move(*admin), BoardKey(slice.dir)})
                    .first;
     }
     const slice::UsageSnapshot snapshot = cached->second.admin.Usage();
-    usage[i].ledger_readable = !snapshot.used.empty();  // empty: truncated under us, nothing read
+    usage[i].ledger_readable = !snapshot.used.empty();  // empty: unreadable or failed validation
+    usage[i].ledger_problem = snapshot.problem;
     usage[i].memory_used = snapshot.used.empty() ? 0 : snapshot.used[0];
     usage[i].processes = static_cast<int>(snapshot.processes.size());
     usage[i].counters = snapshot.counters;

@@ -25,6 +25,7 @@ struct SliceUsage {
   uint64_t memory_used = 0;  // charged in its ledger
   int processes = 0;         // live process slots
   bool ledger_readable = false;
+  std::string ledger_problem;  // why not readable (the slice is degraded): for its owner and admins
   // The interposer's refusals and degraded modes, from the ledger (meaningless unless readable).
   slice::LedgerCounters counters;
   // From the compute board (0 when the slice has not launched yet).

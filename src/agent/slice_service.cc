@@ -4,9 +4,18 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/processes.h"
 #include "core/units.h"
 #include "slice/process_liveness.h"
+#include "slice/slice_files.h"
 
 namespace fgpu::agent {
 namespace {
@@ -50,6 +59,23 @@ Status ValidateLabels(const JobLabels& labels) {
   return Status::Ok();
 }
 
+// A queue ticket: 128 bits from the kernel's CSPRNG, in hex.
+std::string NewTicket() {
+  unsigned char bytes[16] = {};
+  std::size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n > 0) got += static_cast<std::size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string ticket = "q";
+  for (unsigned char byte : bytes) {
+    ticket += kHex[byte >> 4];
+    ticket += kHex[byte & 0xf];
+  }
+  return ticket;
+}
+
 bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
   return !room.exclusive && room.fenced.empty() && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100;
 }
@@ -66,32 +92,71 @@ SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string
 
 Status SliceService::Account(int64_t now_unix_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
+  RetryReleasesLocked();
+  Status result = Status::Ok();
   for (SliceRecord& slice : slices_) {
-    if (Status status = AccountLocked(slice, now_unix_ms); !status.ok()) return status;
+    if (Status status = AccountLocked(slice, now_unix_ms); !status.ok() && result.ok()) result = status;
   }
-  return Status::Ok();
+  if (retention_ms_ > 0) {
+    Result<int64_t> pruned = store_->DeleteUsageBefore(now_unix_ms - retention_ms_);
+    if (!pruned.ok() && result.ok()) result = pruned.status();
+  }
+  store_->RestoreReserve();
+  return result;
+}
+
+UsageRecord SliceService::IntervalOf(const SliceRecord& slice, int64_t end_unix_ms, uint64_t busy_now) {
+  const int64_t start = slice.accounted_until_ms != 0 ? slice.accounted_until_ms : slice.created_unix_ms;
+  // A counter below the last reading was reset (the board was re-created): all of it is new.
+  const uint64_t busy = busy_now >= slice.accounted_busy_ns ? busy_now - slice.accounted_busy_ns : busy_now;
+  const double seconds = static_cast<double>(std::max<int64_t>(end_unix_ms - start, 0)) / 1000.0;
+  return UsageRecord{slice.id,
+                     slice.tenant,
+                     slice.gpu_uuid,
+                     start,
+                     end_unix_ms,
+                     seconds * slice.compute_share / 100.0,
+                     static_cast<double>(slice.memory_bytes) / static_cast<double>(uint64_t{1} << 30) * seconds / 3600.0,
+                     static_cast<double>(busy) / 1e9,
+                     slice.labels};
 }
 
 Status SliceService::AccountLocked(SliceRecord& slice, int64_t now_unix_ms) {
   const int64_t start = slice.accounted_until_ms != 0 ? slice.accounted_until_ms : slice.created_unix_ms;
   if (now_unix_ms <= start) return Status::Ok();
   const uint64_t busy_now = busy_ ? busy_(slice) : slice.accounted_busy_ns;
-  // A counter below the last reading was reset (the board was re-created): all of it is new.
-  const uint64_t busy = busy_now >= slice.accounted_busy_ns ? busy_now - slice.accounted_busy_ns : busy_now;
-  const double seconds = static_cast<double>(now_unix_ms - start) / 1000.0;
-  UsageRecord record{slice.id,
-                     slice.tenant,
-                     slice.gpu_uuid,
-                     start,
-                     now_unix_ms,
-                     seconds * slice.compute_share / 100.0,
-                     static_cast<double>(slice.memory_bytes) / static_cast<double>(uint64_t{1} << 30) * seconds / 3600.0,
-                     static_cast<double>(busy) / 1e9,
-                     slice.labels};
-  if (Status status = store_->CloseUsage(record, now_unix_ms, busy_now); !status.ok()) return status;
+  if (Status status = store_->CloseUsage(IntervalOf(slice, now_unix_ms, busy_now), now_unix_ms, busy_now); !status.ok()) {
+    return status;
+  }
   slice.accounted_until_ms = now_unix_ms;
   slice.accounted_busy_ns = busy_now;
   return Status::Ok();
+}
+
+void SliceService::RetryReleasesLocked() {
+  std::erase_if(pending_releases_, [this](PendingRelease& pending) {
+    SliceRecord& slice = pending.slice;
+    const int64_t start = slice.accounted_until_ms != 0 ? slice.accounted_until_ms : slice.created_unix_ms;
+    if (pending.released_unix_ms > start) {
+      if (!store_->CloseUsage(IntervalOf(slice, pending.released_unix_ms, pending.busy_ns), pending.released_unix_ms,
+                              pending.busy_ns)
+               .ok()) {
+        return false;
+      }
+      slice.accounted_until_ms = pending.released_unix_ms;
+      slice.accounted_busy_ns = pending.busy_ns;
+    }
+    const Status forgotten = store_->DeleteSlice(slice.id);
+    if (!forgotten.ok() && forgotten.code() != StatusCode::kNotFound) return false;
+    std::cerr << "fgpu agent: slice " << slice.id << " billed and forgotten after the state database recovered"
+              << std::endl;
+    return true;
+  });
+}
+
+int SliceService::PendingReleases() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(pending_releases_.size());
 }
 
 Status SliceService::Restore() {
@@ -105,7 +170,10 @@ Status SliceService::Restore() {
   for (const SliceRecord& record : slices_) {
     unsigned long long number = 0;
     if (std::sscanf(record.id.c_str(), "s%llu", &number) == 1 && number >= next_id_) next_id_ = number + 1;
-    if (slice::SliceAdmin::Open(record.dir).ok()) continue;  // intact: its workloads keep running
+    if (slice::SliceAdmin::Open(record.dir).ok()) {  // intact: its workloads keep running
+      SecureDirectory(record);  // made by an older agent: the modes and owner of today's
+      continue;
+    }
     std::error_code ignored;
     std::filesystem::remove_all(record.dir, ignored);
     if (Status status = WriteDirectory(record); !status.ok()) return status;
@@ -120,7 +188,12 @@ void SliceService::RemoveOrphans() const {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(slices_dir_, error)) {
     const std::string dir = entry.path().string();
-    const bool known = std::any_of(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.dir == dir; });
+    // The same directory however its path was spelled when the record was written
+    // ("state//slices/s1" by an agent started with --state state/): compared as files.
+    const bool known = std::any_of(slices_.begin(), slices_.end(), [&](const SliceRecord& s) {
+      std::error_code ignored;
+      return s.dir == dir || std::filesystem::equivalent(s.dir, dir, ignored);
+    });
     if (known) continue;
     Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(dir);
     if (admin.ok()) (void)admin->Remove();
@@ -202,7 +275,8 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
   const auto share_on = [&](const GpuRoom& room) -> uint32_t {
     if (request.compute_share) return *request.compute_share;
     const uint64_t total = std::max<uint64_t>(room.gpu.memory_total, 1);
-    return static_cast<uint32_t>(std::clamp<uint64_t>((request.memory_bytes * 100 + total - 1) / total, 1, 100));
+    const uint64_t most = std::clamp<uint32_t>(request.max_share, 1, 100);
+    return static_cast<uint32_t>(std::clamp<uint64_t>((request.memory_bytes * 100 + total - 1) / total, 1, most));
   };
   const std::vector<GpuRoom> rooms = RoomsLocked();
   if (request.gpu) {
@@ -243,12 +317,43 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
   return std::make_pair(best->gpu.uuid, share_on(*best));
 }
 
+// The user whose processes charge the slice's ledger: its owner, when the agent can give a file
+// away (root) and the owner is someone else; else nobody but the agent's own user.
+std::optional<slice::FileOwner> SliceService::LedgerOwner(const SliceRecord& record) {
+  if (record.owner_uid < 0 || geteuid() != 0 || static_cast<uid_t>(record.owner_uid) == geteuid()) return std::nullopt;
+  const auto uid = static_cast<uid_t>(record.owner_uid);
+  slice::FileOwner owner{uid, static_cast<gid_t>(uid)};
+  std::vector<char> buffer(16384);
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) owner.gid = found->pw_gid;
+  return owner;
+}
+
 Status SliceService::WriteDirectory(const SliceRecord& record) const {
   std::error_code error;
   std::filesystem::create_directories(slices_dir_, error);
   if (error) return Status::Unavailable("cannot create " + slices_dir_ + ": " + error.message());
-  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(record.dir, SpecOf(record));
+  // Workloads reach their slice by name; nobody lists the others' (the agent's umask is 077).
+  chmod(slices_dir_.c_str(), 0711);
+  const std::optional<slice::FileOwner> owner = LedgerOwner(record);
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(record.dir, SpecOf(record), owner ? &*owner : nullptr);
   return admin.ok() ? Status::Ok() : admin.status();
+}
+
+void SliceService::SecureDirectory(const SliceRecord& record) const {
+  chmod(slices_dir_.c_str(), 0711);
+  const int dir = open(record.dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return;
+  fchmod(dir, 0755);
+  const std::optional<slice::FileOwner> owner = LedgerOwner(record);
+  if (owner) fchownat(dir, slice::kLedgerFileName, owner->uid, owner->gid, AT_SYMLINK_NOFOLLOW);
+  const int ledger = openat(dir, slice::kLedgerFileName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (ledger >= 0) {
+    fchmod(ledger, 0600);
+    close(ledger);
+  }
+  close(dir);
 }
 
 std::string SliceService::NewId() { return "s" + std::to_string(next_id_++); }
@@ -286,7 +391,9 @@ Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, con
   record.tier = request.tier;
   record.tenant = request.tenant;
   record.labels = request.labels;
-  record.owner_uid = peer.unix_socket ? static_cast<int64_t>(peer.uid) : -1;
+  record.owner_uid = request.owner ? static_cast<int64_t>(*request.owner)
+                                  : peer.unix_socket ? static_cast<int64_t>(peer.uid)
+                                                     : -1;
   record.owner_pid = peer.unix_socket ? static_cast<int64_t>(peer.pid) : -1;
   record.owner_start_time = owner_start_time;
   record.release_on_exit = request.release_on_exit;
@@ -318,7 +425,7 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
                                                         *request.gpu == std::to_string(gpu.index));
   });
   if (!could_fit) return Status::ResourceExhausted("no GPU of this machine is large enough, even empty");
-  Queued entry{"q" + std::to_string(next_ticket_++), request, peer, start_time, std::nullopt};
+  Queued entry{NewTicket(), request, peer, start_time, std::nullopt};
   queue_.push_back(entry);
   return QueueStatus{entry.ticket, static_cast<int>(queue_.size()), std::nullopt};
 }
@@ -334,6 +441,15 @@ Result<QueueStatus> SliceService::Poll(const std::string& ticket) {
     QueueStatus done{ticket, 0, it->placed};
     queue_.erase(it);
     return done;
+  }
+  return Status::NotFound("no queued request " + ticket + " (the agent may have restarted: ask again)");
+}
+
+Result<int64_t> SliceService::TicketOwner(const std::string& ticket) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Queued& entry : queue_) {
+    if (entry.ticket != ticket) continue;
+    return entry.request.owner ? static_cast<int64_t>(*entry.request.owner) : static_cast<int64_t>(entry.peer.uid);
   }
   return Status::NotFound("no queued request " + ticket + " (the agent may have restarted: ask again)");
 }
@@ -356,6 +472,22 @@ void SliceService::PlaceQueuedLocked() {
   }
 }
 
+// Whether a process of the slice still runs: one its ledger lists that is alive and runs as the
+// slice's owner (a ledger is its owner's to write: another user's pid planted there, or a dead
+// one, keeps nothing alive). The agent only reads the ledger; the workloads reap it.
+bool SliceService::HasLiveProcess(const SliceRecord& slice) {
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
+  if (!admin.ok()) return false;
+  for (const slice::ProcessUsage& process : admin->Usage().processes) {
+    if (slice::IsProcessDead(process.pid, process.start_time)) continue;
+    const std::optional<ProcessFacts> facts = ReadProcess(process.pid);
+    if (!facts || facts->start_time != process.start_time || facts->zombie) continue;
+    if (slice.owner_uid >= 0 && !facts->RunsAs(static_cast<uid_t>(slice.owner_uid))) continue;
+    return true;
+  }
+  return false;
+}
+
 std::vector<std::string> SliceService::Reap() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> reaped;
@@ -363,11 +495,7 @@ std::vector<std::string> SliceService::Reap() {
   for (const SliceRecord& slice : slices_) {
     if (!slice.release_on_exit) continue;
     if (!slice::IsProcessDead(static_cast<int32_t>(slice.owner_pid), slice.owner_start_time)) continue;
-    Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
-    if (admin.ok()) {
-      admin->ReapDeadProcesses();
-      if (!admin->Usage().processes.empty()) continue;  // a workload process still runs
-    }
+    if (HasLiveProcess(slice)) continue;
     candidates.push_back(slice.id);
   }
   for (const std::string& id : candidates) {
@@ -441,8 +569,16 @@ Status SliceService::Delete(const std::string& id) {
 Status SliceService::DeleteLocked(const std::string& id) {
   auto it = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
   if (it == slices_.end()) return Status::NotFound("no slice " + id);
-  if (Status billed = AccountLocked(*it, UnixMs()); !billed.ok()) return billed;
-  if (Status status = store_->DeleteSlice(id); !status.ok()) return status;
+  // Release first: a slice must be deletable when the state database cannot be written (a full
+  // disk). Its last interval is then billed, and its record forgotten, once it can be.
+  const int64_t now = UnixMs();
+  const uint64_t busy_now = busy_ ? busy_(*it) : it->accounted_busy_ns;
+  Status recorded = AccountLocked(*it, now);
+  if (recorded.ok()) recorded = store_->DeleteSlice(id);
+  if (!recorded.ok() && recorded.code() != StatusCode::kNotFound) {
+    std::cerr << "fgpu agent: slice " << id << " released, billed later: " << recorded.message() << std::endl;
+    pending_releases_.push_back({*it, now, busy_now});
+  }
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(it->dir);
   if (admin.ok()) (void)admin->Remove();
   std::error_code ignored;

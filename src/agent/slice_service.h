@@ -9,7 +9,11 @@
 //   (nothing half-made survives). A GPU is full when its slices' memory caps would exceed its
 //   memory or their compute shares 100 %: shares are guarantees, never oversubscribed.
 // - Resize changes limits live (the interposer rereads them) within the same room rules.
-// - Delete bills the slice's last interval, then removes the record and the directory.
+// - Delete bills the slice's last interval, then removes the record and the directory. When the
+//   state database cannot be written (a full disk) the slice is released all the same (room
+//   and directory freed) and billed up to the release, and its record removed, by the next
+//   Account that can write (PendingReleases counts those waiting; a restart before then
+//   restores the slice).
 // - Restore (at start) re-creates the directory of every stored slice whose directory is
 //   missing or unreadable, keeps the ones that are intact (running workloads reattach) and
 //   removes directories under `slices_dir` that have no record.
@@ -30,11 +34,14 @@
 #include <utility>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "agent/nvml_client.h"
 #include "agent/slice_record.h"
 #include "agent/store.h"
 #include "core/status.h"
 #include "net/http_message.h"
+#include "slice/slice_files.h"
 
 namespace fgpu::agent {
 
@@ -50,6 +57,10 @@ struct CreateRequest {
   JobLabels labels;
   bool release_on_exit = false;  // needs a Unix-socket peer (the kernel names the owner)
   bool wait = false;             // no room: queue (FIFO) instead of refusing
+  // The user the slice is for (an admin creating one on a user's behalf); absent: the peer.
+  std::optional<uid_t> owner;
+  // The most compute the agent may give a request that names none (the caller's rule).
+  uint32_t max_share = 100;
 };
 
 // A queued request: where it stands, or the slice it became.
@@ -95,6 +106,8 @@ class SliceService {
   Result<QueueStatus> CreateOrQueue(const CreateRequest& request, const net::Peer& peer);
   // A queued request's position, or its slice once placed (the ticket is then spent).
   Result<QueueStatus> Poll(const std::string& ticket);
+  // Who queued the request (its slice's owner-to-be): NotFound for an unknown ticket.
+  Result<int64_t> TicketOwner(const std::string& ticket) const;
   Status Cancel(const std::string& ticket);
   // Deletes release-on-exit slices whose owner has exited and whose processes are all gone,
   // drops queued requests whose owner has exited, then places what the queue can. Returns the
@@ -116,20 +129,31 @@ class SliceService {
   std::optional<CreateRequest> QueueHead() const;
   // Closes every slice's usage interval at `now_unix_ms` into a usage record (also done for a
   // slice when it is deleted or resized, so every interval is billed at the limits it had).
+  // Also retries the pending releases and deletes usage records past the retention.
   Status Account(int64_t now_unix_ms);
+  void SetUsageRetention(int64_t retention_ms) { retention_ms_ = retention_ms; }
+  int PendingReleases() const;
   Result<std::vector<UsageTotal>> Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const {
     return store_->Totals(since_unix_ms, until_unix_ms, by);
   }
 
  private:
   struct Queued {
-    std::string ticket;
+    std::string ticket;  // 128 random bits: a ticket cannot be guessed, only given
     CreateRequest request;
     net::Peer peer;
     uint64_t owner_start_time = 0;
     std::optional<SliceRecord> placed;
   };
 
+  struct PendingRelease {
+    SliceRecord slice;
+    int64_t released_unix_ms = 0;
+    uint64_t busy_ns = 0;  // its busy counter at the release
+  };
+
+  static UsageRecord IntervalOf(const SliceRecord& slice, int64_t end_unix_ms, uint64_t busy_now);
+  void RetryReleasesLocked();
   std::vector<GpuRoom> RoomsLocked() const;
   Status Validate(const CreateRequest& request, const net::Peer& peer) const;
   Result<SliceRecord> CreateLocked(const CreateRequest& request, const net::Peer& peer, uint64_t owner_start_time);
@@ -140,6 +164,9 @@ class SliceService {
   // The GPU the slice goes on and the share it gets there.
   Result<std::pair<std::string, uint32_t>> Place(const CreateRequest& request) const;
   Status WriteDirectory(const SliceRecord& record) const;
+  void SecureDirectory(const SliceRecord& record) const;
+  static std::optional<slice::FileOwner> LedgerOwner(const SliceRecord& record);
+  static bool HasLiveProcess(const SliceRecord& slice);
   void RemoveOrphans() const;
   std::string NewId();
 
@@ -152,9 +179,10 @@ class SliceService {
   std::vector<SliceRecord> slices_;
   uint64_t next_id_ = 1;
   std::deque<Queued> queue_;  // FIFO; in memory: after a restart waiting clients ask again
-  uint64_t next_ticket_ = 1;
   std::set<std::string> exclusive_;  // GPU uuids
   std::map<std::string, std::string> fenced_;  // GPU uuid -> why
+  std::vector<PendingRelease> pending_releases_;
+  int64_t retention_ms_ = 0;
 };
 
 }  // namespace fgpu::agent

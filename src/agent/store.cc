@@ -1,6 +1,9 @@
 #include "agent/store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace fgpu::agent {
 namespace {
@@ -103,7 +106,7 @@ Result<std::string> GroupColumn(const std::string& by) {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, uint64_t reserve_bytes) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
@@ -111,7 +114,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     sqlite3_close(db);
     return Status::Unavailable("cannot open the state database " + path + ": " + reason);
   }
-  std::unique_ptr<Store> store(new Store(db));
+  std::unique_ptr<Store> store(new Store(db, path + ".reserve", reserve_bytes));
   sqlite3_busy_timeout(db, 5000);
   for (const char* pragma : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", "PRAGMA foreign_keys=ON;"}) {
     if (Status status = store->Exec(pragma); !status.ok()) return status;
@@ -133,7 +136,45 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   if (Status status = store->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion) + ";"); !status.ok()) {
     return status;
   }
+  // Whatever the umask was when they were made: every tenant's usage is in them.
+  for (const char* suffix : {"", "-wal", "-shm"}) chmod((path + suffix).c_str(), 0600);
+  store->RestoreReserve();
   return store;
+}
+
+bool Store::RestoreReserve() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return RestoreReserveLocked();
+}
+
+bool Store::RestoreReserveLocked() {
+  if (reserve_bytes_ == 0) return false;
+  struct stat info {};
+  if (stat(reserve_path_.c_str(), &info) == 0 && static_cast<uint64_t>(info.st_size) >= reserve_bytes_) return true;
+  const int fd = open(reserve_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  // posix_fallocate allocates blocks (a sparse ftruncate would reserve nothing).
+  const bool placed = posix_fallocate(fd, 0, static_cast<off_t>(reserve_bytes_)) == 0;
+  close(fd);
+  if (!placed) unlink(reserve_path_.c_str());
+  return placed;
+}
+
+uint64_t Store::disk_full_events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return disk_full_events_;
+}
+
+Status Store::Write(const std::function<Status()>& write) {
+  Status status = write();
+  const bool full = status.code() == StatusCode::kResourceExhausted || sqlite3_errcode(db_) == SQLITE_FULL;
+  if (status.ok() || !full) return status;
+  ++disk_full_events_;
+  if (unlink(reserve_path_.c_str()) == 0) status = write();  // else: nothing left to give
+  if (status.code() == StatusCode::kResourceExhausted) {
+    return Status::Unavailable("the state database's disk is full: " + status.message());
+  }
+  return status;
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -148,6 +189,7 @@ Status Store::Exec(const std::string& sql) const {
 
 Status Store::PutSlice(const SliceRecord& slice) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return Write([&] {
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
                    "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, "
@@ -172,10 +214,12 @@ Status Store::PutSlice(const SliceRecord& slice) {
   BindLabels(s, 16, slice.labels);
   if (sqlite3_step(s) != SQLITE_DONE) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   return Status::Ok();
+  });
 }
 
 Status Store::DeleteSlice(const std::string& id) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return Write([&] {
   Statement remove(db_, "DELETE FROM slices WHERE id = ?;");
   if (!remove.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   BindText(remove.get(), 1, id);
@@ -184,6 +228,7 @@ Status Store::DeleteSlice(const std::string& id) {
   }
   if (sqlite3_changes(db_) == 0) return Status::NotFound("no slice " + id);
   return Status::Ok();
+  });
 }
 
 Result<std::vector<SliceRecord>> Store::Slices() const {
@@ -223,12 +268,14 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
 
 Status Store::SetExclusive(const std::string& gpu_uuid, bool exclusive) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return Write([&] {
   Statement change(db_, exclusive ? "INSERT OR IGNORE INTO exclusive_gpus (gpu_uuid) VALUES (?);"
                                   : "DELETE FROM exclusive_gpus WHERE gpu_uuid = ?;");
   if (!change.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   BindText(change.get(), 1, gpu_uuid);
   if (sqlite3_step(change.get()) != SQLITE_DONE) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   return Status::Ok();
+  });
 }
 
 Result<std::vector<std::string>> Store::ExclusiveGpus() const {
@@ -242,6 +289,7 @@ Result<std::vector<std::string>> Store::ExclusiveGpus() const {
 
 Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, uint64_t accounted_busy_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return Write([&] {
   if (Status begun = Exec("BEGIN IMMEDIATE;"); !begun.ok()) return begun;
   Statement insert(db_,
                    "INSERT INTO usage_records (slice_id, tenant, gpu_uuid, start_unix_ms, end_unix_ms, "
@@ -266,11 +314,38 @@ Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, 
     ok = sqlite3_step(insert.get()) == SQLITE_DONE && sqlite3_step(update.get()) == SQLITE_DONE;
   }
   if (!ok) {
+    const int code = sqlite3_errcode(db_);
     const std::string reason = sqlite3_errmsg(db_);
     (void)Exec("ROLLBACK;");
-    return Status::Internal("state database: " + reason);
+    // Keep the failing write's code for Write (ROLLBACK succeeded and would reset it).
+    return code == SQLITE_FULL ? Status::ResourceExhausted("state database: " + reason)
+                               : Status::Internal("state database: " + reason);
   }
-  return Exec("COMMIT;");
+  Status committed = Exec("COMMIT;");
+  if (!committed.ok()) {
+    const int code = sqlite3_errcode(db_);
+    (void)Exec("ROLLBACK;");  // may fail when SQLite already rolled back: harmless
+    if (code == SQLITE_FULL) return Status::ResourceExhausted(committed.message());
+  }
+  return committed;
+  });
+}
+
+Result<int64_t> Store::DeleteUsageBefore(int64_t cutoff_unix_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t deleted = 0;
+  const Status status = Write([&] {
+    Statement remove(db_, "DELETE FROM usage_records WHERE end_unix_ms < ?;");
+    if (!remove.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+    sqlite3_bind_int64(remove.get(), 1, cutoff_unix_ms);
+    if (sqlite3_step(remove.get()) != SQLITE_DONE) {
+      return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+    }
+    deleted = sqlite3_changes(db_);
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
+  return deleted;
 }
 
 Result<std::vector<UsageTotal>> Store::Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const {

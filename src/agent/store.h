@@ -6,9 +6,15 @@
 //   what a caller was told happened survives a crash.
 // - Thread-safe (one connection behind a mutex; the agent's writes are few and small).
 // - Open creates the schema if missing, migrates an older one (1 → 2 adds the job labels) in
-//   one transaction, and refuses a database with a newer schema version.
+//   one transaction, and refuses a database with a newer schema version. The database and its
+//   journals are made 0600: they hold every tenant's usage.
+// - A full disk: Open keeps `reserve_bytes` allocated in `<path>.reserve`. A write that fails
+//   because the disk is full frees the reserve and is tried once more, so the agent can still
+//   release slices and bill them; the reserve is taken again (RestoreReserve) once there is room.
+//   disk_full_events() counts the writes that found the disk full.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,7 +29,8 @@ namespace fgpu::agent {
 
 class Store {
  public:
-  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  static constexpr uint64_t kDefaultReserveBytes = uint64_t{4} << 20;
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, uint64_t reserve_bytes = kDefaultReserveBytes);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -44,12 +51,26 @@ class Store {
   // "tenant", "slice", "account", "user" or "job" (InvalidArgument otherwise). Records without
   // the label group under "".
   Result<std::vector<UsageTotal>> Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const;
+  // Deletes the usage records that ended before `cutoff_unix_ms` (retention); returns how many.
+  Result<int64_t> DeleteUsageBefore(int64_t cutoff_unix_ms);
+
+  // Takes the reserve again if it was spent and the disk has room; true when it is in place.
+  bool RestoreReserve();
+  uint64_t disk_full_events() const;
 
  private:
-  explicit Store(sqlite3* db) : db_(db) {}
+  Store(sqlite3* db, std::string reserve_path, uint64_t reserve_bytes)
+      : db_(db), reserve_path_(std::move(reserve_path)), reserve_bytes_(reserve_bytes) {}
   Status Exec(const std::string& sql) const;
+  // Runs `write` (one transaction); if it failed on a full disk, frees the reserve and runs it
+  // once more. Under mutex_.
+  Status Write(const std::function<Status()>& write);
+  bool RestoreReserveLocked();
 
   sqlite3* db_;
+  std::string reserve_path_;
+  uint64_t reserve_bytes_ = 0;
+  uint64_t disk_full_events_ = 0;
   mutable std::mutex mutex_;
 };
 

@@ -15,7 +15,10 @@ CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options) {
   agent->add_option("--socket", options->socket, "Unix socket path (default <state>/agent.sock)");
   agent->add_option("--policy", options->policy, "Placement policy (src/sched): FGD+, FGD, BestFit, GpuPacking, ...")
       ->capture_default_str();
-  agent->add_option("--config", options->config, "JSON configuration (stop-loss policy; docs/agent.md)");
+  agent->add_option("--config", options->config,
+                    "JSON configuration: stop-loss, who may ask for what, usage retention (docs/agent.md)");
+  agent->add_option("--token-file", options->token_file,
+                    "A 0600 file whose token makes a TCP client an admin (without it TCP is read-only)");
   agent->add_option("--account-interval", options->account_interval_s, "Seconds between usage records (chargeback)")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
@@ -33,6 +36,7 @@ int RunAgent(const AgentOptions& options) {
                           .account_interval_s = options.account_interval_s,
                           .policy = options.policy,
                           .config = options.config,
+                          .token_file = options.token_file,
                           .workload_preload = hook.ok() ? *hook : std::string(),
                           .workload_env = SimulatorEnvironmentForWorkloads(
                               std::getenv("FGPU_SIM_CONFIG"), std::getenv("FGPU_SIM_SEGMENT"), std::getenv("LD_LIBRARY_PATH"))});

@@ -94,6 +94,7 @@ struct AgentOptions {
   double account_interval_s = 60;
   std::string policy = "FGD+";
   std::string config;
+  std::string token_file;
 };
 CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options);
 int RunAgent(const AgentOptions& options);

@@ -23,6 +23,7 @@ enum class StatusCode : unsigned char {
   kResourceExhausted,
   kUnavailable,      // a dependency (file, segment, driver) cannot be reached
   kInternal,
+  kPermissionDenied,  // the caller may not do this (who asks, not what is asked)
 };
 
 class [[nodiscard]] Status {
@@ -36,6 +37,7 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string msg) { return {StatusCode::kResourceExhausted, std::move(msg)}; }
   static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
   static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+  static Status PermissionDenied(std::string msg) { return {StatusCode::kPermissionDenied, std::move(msg)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

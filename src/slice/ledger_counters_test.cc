@@ -144,13 +144,41 @@ TEST_F(LedgerCountersTest, PassThroughIgnoresWhatIsNotAUsableSlice) {
   EXPECT_FALSE(Ledger::CountPassThrough(scratch_.slice().c_str()));
 }
 
-TEST_F(LedgerCountersTest, ATruncatedLedgerIsUnavailableToTheAdminNotACrash) {
+TEST_F(LedgerCountersTest, ATruncatedLedgerIsUnreadableToTheAdminNotACrash) {
   std::filesystem::resize_file(scratch_.slice() + "/ledger", 64);
   const Result<LedgerCounters> counters = admin_->Counters();
-  EXPECT_EQ(counters.status().code(), StatusCode::kUnavailable) << counters.status().message();
+  EXPECT_EQ(counters.status().code(), StatusCode::kCorrupt) << counters.status().message();
   const UsageSnapshot usage = admin_->Usage();
   EXPECT_TRUE(usage.used.empty());
+  EXPECT_NE(usage.problem.find("does not match"), std::string::npos) << usage.problem;
   EXPECT_EQ(usage.counters, LedgerCounters{});
+}
+
+TEST_F(LedgerCountersTest, ALedgerShrunkRegrownOrScribbledIsReportedNeverTrusted) {
+  const std::string ledger = scratch_.slice() + "/ledger";
+  const uintmax_t size = std::filesystem::file_size(ledger);
+  // Shrunk and grown back: a mapping would now hold zero pages; the copy reads a bad header.
+  std::filesystem::resize_file(ledger, 0);
+  std::filesystem::resize_file(ledger, size);
+  EXPECT_TRUE(admin_->Usage().used.empty());
+  EXPECT_FALSE(admin_->Counters().ok());
+  // Grown past a ledger's size.
+  std::filesystem::resize_file(ledger, size + 4096);
+  EXPECT_TRUE(admin_->Usage().used.empty());
+  // A header that claims 2^60 bytes charged.
+  std::filesystem::resize_file(ledger, size);
+  ASSERT_TRUE(SliceAdmin::Create(scratch_.path() + "/fresh", OneDeviceSpec(kGiB)).ok());
+  std::filesystem::copy_file(scratch_.path() + "/fresh/ledger", ledger,
+                             std::filesystem::copy_options::overwrite_existing);
+  {
+    std::fstream file(ledger, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(sizeof(layout::LedgerHeader));
+    const uint64_t huge = uint64_t{1} << 60;
+    file.write(reinterpret_cast<const char*>(&huge), sizeof(huge));
+  }
+  const UsageSnapshot usage = admin_->Usage();
+  EXPECT_TRUE(usage.used.empty());
+  EXPECT_NE(usage.problem.find("over 1 PiB"), std::string::npos) << usage.problem;
 }
 
 }  // namespace

@@ -87,14 +87,25 @@ struct UsageSnapshot {
   std::vector<uint64_t> caps;
   std::vector<ProcessUsage> processes;
   LedgerCounters counters;  // all 0 when `used` is empty
+  std::string problem;      // why `used` is empty ("" when the ledger was read)
 };
 
+struct FileOwner;
+
 // Creator side: makes, resizes, inspects and removes slices. Not used by the hook.
+//
+// The ledger belongs to the slice's workload user, who may write anything into it or truncate
+// it: the admin reads it only by copying it (pread) and validating the copy, never through a
+// mapping, so no ledger can crash the admin (SIGBUS) or feed it out-of-range values. Only the
+// TEST_ methods and ReapDeadProcesses write to it (through a mapping: for a creator that owns
+// the ledger itself, such as a private `fgpu run`; the agent never calls them).
 class SliceAdmin {
  public:
-  // Creates `dir` (must not exist, parent must) with both files. Invalid spec -> InvalidArgument.
-  static Result<SliceAdmin> Create(const std::string& dir, const SliceSpec& spec);
-  // Opens an existing slice for administration (validates both files).
+  // Creates `dir` (must not exist, parent must) with both files; the ledger is `owner`'s when
+  // given (slice_files.h). Invalid spec -> InvalidArgument.
+  static Result<SliceAdmin> Create(const std::string& dir, const SliceSpec& spec, const FileOwner* owner = nullptr);
+  // Opens an existing slice for administration: validates the limits; the ledger need only exist
+  // (its content is the workload's, checked on every read).
   static Result<SliceAdmin> Open(const std::string& dir);
 
   SliceAdmin(SliceAdmin&&) noexcept;
@@ -109,9 +120,10 @@ class SliceAdmin {
   // generation bump: a reader that needs share and mode|tier as one pair re-reads on a
   // generation change.
   Status SetCompute(int device, uint32_t share, ComputeMode mode, Tier tier);
+  // A copy of the ledger, read now: `used` is empty when it cannot be read or fails validation
+  // (missing, truncated, garbage: the slice is degraded), and `problem` then says why.
   UsageSnapshot Usage() const;  // counters included
-  // The ledger's counters alone (five relaxed atomic loads). Unavailable when the ledger file no
-  // longer has its mapped size (reading it would raise SIGBUS).
+  // The ledger's counters alone, from a copy: Corrupt/Unavailable when it cannot be read.
   Result<LedgerCounters> Counters() const;
   // Releases the charges of dead processes. Returns how many were reaped.
   int ReapDeadProcesses();

@@ -1,12 +1,16 @@
 // SliceAdmin: the creator's side of a slice (see slice.h).
 //
 // The admin (the agent, or `fgpu run`) may serve many slices, so a hostile workload must not
-// be able to crash it through its slice's ledger: every method that reads the ledger first
-// checks that the file still has its mapped size (a truncated file would raise SIGBUS).
+// be able to crash it through its slice's ledger: reads go through a validated copy (pread), and
+// the rare writes through a mapping checked to still have its size.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "slice/ledger_counters.h"
 #include "slice/ledger_protocol.h"
@@ -19,11 +23,60 @@ namespace fgpu::slice {
 struct SliceAdmin::Impl {
   std::string dir;
   MappedFile limits;
-  MappedFile ledger;
+  int ledger_fd = -1;  // read-only: Usage() copies through it
+  uint32_t device_count = 0;
+  MappedFile ledger;  // mapped on first write (TEST_ methods, ReapDeadProcesses) only
   SliceSpec spec;
-  LedgerProtocol protocol;
+  LedgerProtocol protocol;  // over `ledger` once mapped
   ProcessId self;
+
+  ~Impl() {
+    if (ledger_fd >= 0) ::close(ledger_fd);
+  }
+  std::string ledger_path() const { return dir + "/" + kLedgerFileName; }
+  // The mapping the write paths use; false when the ledger cannot be mapped or has shrunk.
+  bool MapForWriting() {
+    if (ledger.base() == nullptr) {
+      Result<MappedFile> mapped = MapLedger(ledger_path(), device_count, /*keep_fd=*/true);
+      if (!mapped.ok()) return false;
+      ledger = std::move(*mapped);
+      protocol = LedgerProtocol(ledger.base(), limits.base(), device_count, /*crash=*/nullptr);
+    }
+    return ledger.StillWhole();
+  }
 };
+
+namespace {
+
+// 64-byte aligned: the protocol's 128-bit loads need 16, the layout assumes cache lines.
+struct AlignedDelete {
+  void operator()(char* bytes) const { ::operator delete[](bytes, std::align_val_t(64)); }
+};
+using LedgerCopy = std::unique_ptr<char[], AlignedDelete>;
+
+// The ledger as it is now, validated; null with `problem` set when it cannot be read or is bad.
+LedgerCopy ReadLedgerCopy(int fd, const std::string& path, uint32_t device_count, std::string* problem) {
+  const uint64_t size = layout::LedgerFileSize(device_count);
+  LedgerCopy copy(static_cast<char*>(::operator new[](size + 1, std::align_val_t(64))));
+  size_t got = 0;
+  while (got <= size) {  // one byte more than a ledger: a grown file is as wrong as a short one
+    const ssize_t n = ::pread(fd, copy.get() + got, size + 1 - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *problem = path + ": " + std::strerror(errno);
+      return nullptr;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (Status valid = ValidateLedgerCopy(path, copy.get(), got, device_count); !valid.ok()) {
+    *problem = valid.message();
+    return nullptr;
+  }
+  return copy;
+}
+
+}  // namespace
 
 namespace {
 
@@ -49,8 +102,8 @@ SliceAdmin& SliceAdmin::operator=(SliceAdmin&& other) noexcept {
 }
 SliceAdmin::~SliceAdmin() { delete impl_; }
 
-Result<SliceAdmin> SliceAdmin::Create(const std::string& dir, const SliceSpec& spec) {
-  if (Status status = WriteSliceFiles(dir, spec); !status.ok()) return status;
+Result<SliceAdmin> SliceAdmin::Create(const std::string& dir, const SliceSpec& spec, const FileOwner* owner) {
+  if (Status status = WriteSliceFiles(dir, spec, owner); !status.ok()) return status;
   return Open(dir);
 }
 
@@ -58,18 +111,34 @@ Result<SliceAdmin> SliceAdmin::Open(const std::string& dir) {
   Result<MappedFile> limits = MapLimits(dir + "/" + kLimitsFileName, /*writable=*/true, /*keep_fd=*/true);
   if (!limits.ok()) return limits.status();
   const uint32_t device_count = reinterpret_cast<const layout::LimitsHeader*>(limits->base())->device_count;
-  Result<MappedFile> ledger = MapLedger(dir + "/" + kLedgerFileName, device_count, /*keep_fd=*/true);
-  if (!ledger.ok()) return ledger.status();
+  const std::string ledger_path = dir + "/" + kLedgerFileName;
+  // O_NONBLOCK: a FIFO planted under the name must not hang the admin; the copy then fails.
+  const int ledger_fd = ::open(ledger_path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  if (ledger_fd < 0) {
+    const int err = errno;
+    return err == ENOENT ? Status::NotFound(ledger_path + ": no such file")
+                         : Status::Unavailable(ledger_path + ": " + std::strerror(err));
+  }
+  struct stat info {};
+  if (::fstat(ledger_fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(ledger_fd);
+    return Status::Corrupt(ledger_path + ": not a regular file");
+  }
+  // A ledger its user scribbled over still opens: Usage() reports it (degraded), and the slice,
+  // whose limits are intact, is not re-created under its processes.
   const int32_t pid = ::getpid();
   const uint64_t start_time = ReadStartTime(pid);
-  if (start_time == 0) return Status::Unavailable("/proc/self/stat: cannot read this process's start time");
+  if (start_time == 0) {
+    ::close(ledger_fd);
+    return Status::Unavailable("/proc/self/stat: cannot read this process's start time");
+  }
 
   auto* impl = new Impl;
   impl->dir = dir;
   impl->limits = std::move(*limits);
-  impl->ledger = std::move(*ledger);
+  impl->ledger_fd = ledger_fd;
+  impl->device_count = device_count;
   impl->spec = SpecFromLimits(impl->limits);
-  impl->protocol = LedgerProtocol(impl->ledger.base(), impl->limits.base(), device_count, /*crash=*/nullptr);
   impl->self = ProcessId{pid, start_time};
   return SliceAdmin(impl);
 }
@@ -126,32 +195,37 @@ Status SliceAdmin::SetCompute(int device, uint32_t share, ComputeMode mode, Tier
 UsageSnapshot SliceAdmin::Usage() const {
   UsageSnapshot snapshot;
   const int count = static_cast<int>(impl_->spec.devices.size());
-  for (int device = 0; device < count; ++device) snapshot.caps.push_back(impl_->protocol.Cap(device));
-  if (!impl_->ledger.StillWhole()) return snapshot;  // truncated under us: report nothing rather than crash
-  for (int device = 0; device < count; ++device) snapshot.used.push_back(impl_->protocol.Used(device));
-  snapshot.counters = ReadCounters(impl_->ledger.base());
+  const auto* devices =
+      reinterpret_cast<const layout::LimitsDevice*>(impl_->limits.base() + sizeof(layout::LimitsHeader));
+  for (int device = 0; device < count; ++device) {
+    snapshot.caps.push_back(__atomic_load_n(&devices[device].memory_cap, __ATOMIC_ACQUIRE));
+  }
+  const LedgerCopy copy = ReadLedgerCopy(impl_->ledger_fd, impl_->ledger_path(), impl_->device_count, &snapshot.problem);
+  if (copy == nullptr) return snapshot;
+  const LedgerProtocol protocol(copy.get(), impl_->limits.base(), impl_->device_count, /*crash=*/nullptr);
+  for (int device = 0; device < count; ++device) snapshot.used.push_back(protocol.Used(device));
+  snapshot.counters = ReadCounters(copy.get());
   for (int slot = 0; slot < kMaxProcesses; ++slot) {
-    const SlotIdentity identity = impl_->protocol.Identity(slot);
+    const SlotIdentity identity = protocol.Identity(slot);
     if (identity.state != layout::kLive) continue;
     ProcessUsage process;
     process.pid = identity.process.pid;
     process.start_time = identity.process.start_time;
-    for (int device = 0; device < count; ++device)
-      process.charged.push_back(impl_->protocol.Charged(slot, device));
+    for (int device = 0; device < count; ++device) process.charged.push_back(protocol.Charged(slot, device));
     snapshot.processes.push_back(std::move(process));
   }
   return snapshot;
 }
 
 Result<LedgerCounters> SliceAdmin::Counters() const {
-  if (!impl_->ledger.StillWhole()) {
-    return Status::Unavailable(impl_->dir + "/" + kLedgerFileName + ": no longer has its mapped size");
-  }
-  return ReadCounters(impl_->ledger.base());
+  std::string problem;
+  const LedgerCopy copy = ReadLedgerCopy(impl_->ledger_fd, impl_->ledger_path(), impl_->device_count, &problem);
+  if (copy == nullptr) return Status::Corrupt(problem);
+  return ReadCounters(copy.get());
 }
 
 int SliceAdmin::ReapDeadProcesses() {
-  if (!impl_->ledger.StillWhole()) return 0;
+  if (!impl_->MapForWriting()) return 0;
   return impl_->protocol.ReapDead(impl_->self);
 }
 
@@ -172,6 +246,7 @@ Status SliceAdmin::Remove() {
 
 Result<int> SliceAdmin::TEST_PlantProcess(int32_t pid, uint64_t start_time,
                                           const std::vector<uint64_t>& charged) {
+  if (!impl_->MapForWriting()) return Status::Unavailable(impl_->ledger_path() + ": cannot be mapped");
   const ProcessId planted{pid, start_time};
   const int slot = impl_->protocol.Claim(planted);
   if (slot < 0) return Status::ResourceExhausted("no free slot");
@@ -184,6 +259,7 @@ Result<int> SliceAdmin::TEST_PlantProcess(int32_t pid, uint64_t start_time,
 }
 
 uint64_t SliceAdmin::TEST_TotalSlotCharges(int device) const {
+  if (!impl_->MapForWriting()) return ~uint64_t{0};
   uint64_t total = 0;  // two's complement: negative lanes count
   for (int slot = 0; slot < kMaxProcesses; ++slot)
     total += static_cast<uint64_t>(impl_->protocol.SlotCharge(slot, device));

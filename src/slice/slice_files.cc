@@ -47,15 +47,17 @@ Status WriteAll(int fd, const void* data, size_t size) {
   return Status::Ok();
 }
 
-// Writes `bytes` to dir/.name.tmp with `mode` (exactly: umask does not apply), fsyncs and
-// renames it to dir/name, so readers never see a partial file.
+// Writes `bytes` to dir/.name.tmp with `mode` (exactly: umask does not apply) and `owner` (when
+// given), fsyncs and renames it to dir/name, so readers never see a partial file.
 Status WriteFileAtomically(const std::string& dir, const char* name, const std::vector<char>& bytes,
-                           mode_t mode) {
+                           mode_t mode, const FileOwner* owner) {
   const std::string final_path = dir + "/" + name;
   const std::string temp_path = dir + "/." + name + ".tmp";
   const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::Unavailable(temp_path + ": " + ErrnoText(errno));
   Status status = WriteAll(fd, bytes.data(), bytes.size());
+  if (status.ok() && owner != nullptr && ::fchown(fd, owner->uid, owner->gid) != 0)
+    status = Status::Unavailable(temp_path + ": fchown to uid " + std::to_string(owner->uid) + ": " + ErrnoText(errno));
   if (status.ok() && ::fchmod(fd, mode) != 0)
     status = Status::Unavailable(temp_path + ": fchmod: " + ErrnoText(errno));
   if (status.ok() && ::fsync(fd) != 0)
@@ -250,7 +252,7 @@ Status ValidateSpec(const SliceSpec& spec) {
   return Status::Ok();
 }
 
-Status WriteSliceFiles(const std::string& dir, const SliceSpec& spec) {
+Status WriteSliceFiles(const std::string& dir, const SliceSpec& spec, const FileOwner* owner) {
   if (Status status = ValidateSpec(spec); !status.ok()) return status;
   if (dir.empty()) return Status::InvalidArgument("slice directory is empty");
   if (::mkdir(dir.c_str(), 0755) != 0) {
@@ -259,16 +261,50 @@ Status WriteSliceFiles(const std::string& dir, const SliceSpec& spec) {
     if (err == ENOENT) return Status::NotFound(dir + ": parent directory does not exist");
     return Status::Unavailable(dir + ": mkdir: " + ErrnoText(err));
   }
+  // 0755 whatever the umask: the workload must reach its files; nobody but the creator may add,
+  // rename or remove one (the limits it reads stay the creator's).
+  Status status = ::chmod(dir.c_str(), 0755) == 0 ? Status::Ok() : Status::Unavailable(dir + ": chmod: " + ErrnoText(errno));
   // The ledger first: a reader that finds the limits finds a ledger too.
-  Status status = WriteFileAtomically(dir, kLedgerFileName,
-                                      BuildLedger(static_cast<uint32_t>(spec.devices.size())), 0666);
-  if (status.ok()) status = WriteFileAtomically(dir, kLimitsFileName, BuildLimits(spec), 0644);
+  if (status.ok()) {
+    status = WriteFileAtomically(dir, kLedgerFileName, BuildLedger(static_cast<uint32_t>(spec.devices.size())), 0600,
+                                 owner);
+  }
+  if (status.ok()) status = WriteFileAtomically(dir, kLimitsFileName, BuildLimits(spec), 0644, nullptr);
   if (!status.ok()) {
     ::unlink((dir + "/" + kLedgerFileName).c_str());
     ::unlink((dir + "/" + kLimitsFileName).c_str());
     ::rmdir(dir.c_str());
   }
   return status;
+}
+
+Status ValidateLedgerCopy(const std::string& path, const char* bytes, size_t size, uint32_t device_count) {
+  if (size < sizeof(layout::LedgerHeader)) return Status::Corrupt(path + ": truncated (" + std::to_string(size) + " bytes)");
+  layout::LedgerHeader header{};
+  std::memcpy(&header, bytes, sizeof(header));
+  if (std::memcmp(header.magic, layout::kLedgerMagic, sizeof(header.magic)) != 0) {
+    return Status::Corrupt(path + ": bad magic (not a slice ledger)");
+  }
+  if (header.version != kFormatVersion) {
+    return Status::VersionMismatch(path + ": format version " + std::to_string(header.version) +
+                                   ", this build reads version " + std::to_string(kFormatVersion));
+  }
+  const uint64_t expected = layout::LedgerFileSize(device_count);
+  if (header.header_size != sizeof(header) || header.device_count != device_count ||
+      header.slot_count != static_cast<uint32_t>(kMaxProcesses) || header.slot_size != layout::SlotSize(device_count) ||
+      header.slots_offset != layout::SlotsOffset(device_count) || header.file_size != expected || size != expected) {
+    return Status::Corrupt(path + ": header or size (" + std::to_string(size) + " bytes) does not match a ledger of " +
+                           std::to_string(device_count) + " device(s)");
+  }
+  for (uint32_t d = 0; d < device_count; ++d) {
+    uint64_t used = 0;
+    std::memcpy(&used, bytes + sizeof(layout::LedgerHeader) + d * sizeof(layout::DeviceWord), sizeof(used));
+    if (used > layout::kMaxBytes) {
+      return Status::Corrupt(path + ": device " + std::to_string(d) + " has " + std::to_string(used) +
+                             " bytes charged (over 1 PiB)");
+    }
+  }
+  return Status::Ok();
 }
 
 Result<MappedFile> MapLimits(const std::string& path, bool writable, bool keep_fd) {

@@ -3,9 +3,12 @@
 // Contract
 // - ValidateSpec: InvalidArgument naming the first problem (id, device count, uuid, cap,
 //   compute share, mode, tier). ValidateCompute: the compute fields alone.
-// - WriteSliceFiles: creates `dir` (must not exist; its parent must) holding `limits` (0644)
-//   and `ledger` (0666). Each file is written complete to a temporary name and renamed, so a
-//   reader sees no file or a whole one. On failure nothing is left behind.
+// - WriteSliceFiles: creates `dir` (0755, must not exist; its parent must) holding `limits`
+//   (0644, the creator's: read-only to everyone else) and `ledger` (0600, owned by `owner` when
+//   given — the slice's workload user, whose processes alone may charge it — else by the
+//   creator). Each file is written complete to a temporary name and renamed, so a reader sees no
+//   file or a whole one. On failure nothing is left behind. Nothing is world-writable: a user
+//   cannot charge, truncate or replace another user's slice (docs/security.md).
 // - MapLimits / MapLedger validate everything in the header before returning a mapping:
 //   NotFound (missing file, message names the path), VersionMismatch (names both versions),
 //   Corrupt (wrong magic, truncated, size or count mismatch, unterminated strings, values out
@@ -58,7 +61,18 @@ class MappedFile {
 Status ValidateSpec(const SliceSpec& spec);
 Status ValidateCompute(uint32_t share, ComputeMode mode, Tier tier);
 
-Status WriteSliceFiles(const std::string& dir, const SliceSpec& spec);
+// The user a slice's ledger belongs to (its workload's uid and primary gid).
+struct FileOwner {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+Status WriteSliceFiles(const std::string& dir, const SliceSpec& spec, const FileOwner* owner = nullptr);
+
+// Checks a ledger's bytes as read (a copy, not a mapping): magic, version, header and file
+// sizes, slot geometry for `device_count` devices, device totals within 1 PiB. Corrupt or
+// VersionMismatch naming `path` and the problem.
+Status ValidateLedgerCopy(const std::string& path, const char* bytes, size_t size, uint32_t device_count);
 
 // `writable`: the admin maps limits read-write (to resize); the hook maps it read-only.
 // `keep_fd`: keep the descriptor open for MappedFile::StillWhole (the admin does; the hook

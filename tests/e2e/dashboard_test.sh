@@ -40,9 +40,14 @@ printf '{"devices": [{"count": 2, "name": "Sim H100", "memory": "16GiB"}]}\n' >"
 # Background processes start as one simple command each (not through a shell function, which
 # would fork a subshell): `fgpu sim run` execs its command, so $! is the agent's or the probe's
 # own pid, the one cleanup stops.
+# The slices are made over TCP with the admin token (without it the TCP listener is read-only);
+# the page itself reads without one, as any viewer.
+TOKEN="dashboard-e2e-token-$$-0123456789"
+(umask 077 && printf '%s\n' "$TOKEN" >"$SCRATCH/token")
+
 start_agent() {
   "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- \
-    "$FGPU" agent --state "$STATE" --listen 127.0.0.1:0 >"$SCRATCH/agent.out" 2>"$SCRATCH/agent.err" &
+    "$FGPU" agent --state "$STATE" --listen 127.0.0.1:0 --token-file "$SCRATCH/token" >"$SCRATCH/agent.out" 2>"$SCRATCH/agent.err" &
   PIDS="$PIDS $!"
   waited=0
   until PORT=$(sed -n 's|.*serving http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$SCRATCH/agent.out") && [ -n "$PORT" ]; do
@@ -59,17 +64,19 @@ api() {
     method=$1 path=$2
     shift 2
     [ $# -eq 0 ] || set -- --data "$1"
-    curl -sS --fail-with-body -X "$method" -H 'Content-Type: application/json' "$@" "$URL${path#/}" ||
+    curl -sS --fail-with-body -X "$method" -H 'Content-Type: application/json' -H "Authorization: Bearer $TOKEN" \
+      "$@" "$URL${path#/}" ||
       fail "$method $path failed"
   elif command -v python3 >/dev/null 2>&1; then
     python3 -c '
 import http.client, sys
 connection = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
-body = sys.argv[4] if len(sys.argv) > 4 else None
-connection.request(sys.argv[2], sys.argv[3], body, {"Content-Type": "application/json"})
+body = sys.argv[4] or None
+connection.request(sys.argv[2], sys.argv[3], body, {"Content-Type": "application/json",
+                                                   "Authorization": "Bearer " + sys.argv[5]})
 answer = connection.getresponse()
 sys.stdout.write(answer.read().decode())
-sys.exit(0 if answer.status < 300 else 1)' "$PORT" "$@" || fail "$1 $2 failed"
+sys.exit(0 if answer.status < 300 else 1)' "$PORT" "$1" "$2" "${3:-}" "$TOKEN" || fail "$1 $2 failed"
   else
     skip "neither curl nor python3 to call the API with"
   fi

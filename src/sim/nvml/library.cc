@@ -38,6 +38,8 @@ nvmlReturn_t InitFailureCode(const Status& status) {
     case StatusCode::kUnavailable:
     case StatusCode::kInvalidArgument:
       return NVML_ERROR_DRIVER_NOT_LOADED;
+    case StatusCode::kPermissionDenied:
+      return NVML_ERROR_NO_PERMISSION;
     case StatusCode::kVersionMismatch:
       return NVML_ERROR_LIB_RM_VERSION_MISMATCH;
     case StatusCode::kResourceExhausted:

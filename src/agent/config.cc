@@ -1,0 +1,201 @@
+#include "agent/config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/units.h"
+#include "slice/compute_spec.h"
+
+namespace fgpu::agent {
+namespace {
+
+using nlohmann::json;
+
+// Reads one object's keys with a parser each; a key without one is refused.
+using FieldParser = std::function<Status(const json&)>;
+Status ReadObject(const json& object, const std::string& where, const std::map<std::string, FieldParser>& fields) {
+  if (!object.is_object()) return Status::InvalidArgument(where + " must be an object");
+  for (const auto& [key, value] : object.items()) {
+    const auto field = fields.find(key);
+    if (field == fields.end()) {
+      std::string known;
+      for (const auto& [name, parser] : fields) known += (known.empty() ? "" : ", ") + name;
+      return Status::InvalidArgument(where + "." + key + ": unknown key (known: " + known + ")");
+    }
+    if (Status status = field->second(value); !status.ok()) {
+      return Status::InvalidArgument(where + "." + key + ": " + status.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Seconds(const json& value, double minimum, int64_t* ms) {
+  if (!value.is_number() || value.get<double>() < minimum) {
+    return Status::InvalidArgument("a number of seconds >= " + std::to_string(minimum));
+  }
+  *ms = static_cast<int64_t>(value.get<double>() * 1000);
+  return Status::Ok();
+}
+
+Status Strings(const json& value, std::vector<std::string>* out) {
+  if (!value.is_array()) return Status::InvalidArgument("a list of strings");
+  out->clear();
+  for (const json& item : value) {
+    if (!item.is_string() || item.get<std::string>().empty()) return Status::InvalidArgument("a list of strings");
+    out->push_back(item.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status ParseStopLoss(const json& object, const std::string& where, StopLossPolicy* policy) {
+  return ReadObject(
+      object, where,
+      {{"bypass",
+        [&](const json& v) {
+          if (v != "evict" && v != "alert") return Status::InvalidArgument("\"evict\" or \"alert\"");
+          policy->bypass = v == "evict" ? StopLossPolicy::Bypass::kEvict : StopLossPolicy::Bypass::kAlert;
+          return Status::Ok();
+        }},
+       {"grace_s", [&](const json& v) { return Seconds(v, 0, &policy->grace_ms); }},
+       {"min_free",
+        [&](const json& v) {
+          Result<uint64_t> bytes = v.is_string() ? ParseByteSize(v.get<std::string>())
+                                                 : Result<uint64_t>(Status::InvalidArgument("a size"));
+          if (!bytes.ok()) return Status::InvalidArgument("a size such as \"2GiB\"");
+          policy->min_free_bytes = *bytes;
+          return Status::Ok();
+        }},
+       {"starved_below",
+        [&](const json& v) {
+          if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1) return Status::InvalidArgument("0..1");
+          policy->starved_below = v.get<double>();
+          return Status::Ok();
+        }},
+       {"starve_window_s", [&](const json& v) { return Seconds(v, 1, &policy->starve_window_ms); }}});
+}
+
+Status ParseRule(const json& object, const std::string& where, AccessRule* rule) {
+  return ReadObject(
+      object, where,
+      {{"tiers",
+        [&](const json& v) {
+          std::vector<std::string> names;
+          if (Status status = Strings(v, &names); !status.ok()) return status;
+          rule->tiers.clear();
+          for (const std::string& name : names) {
+            Result<slice::Tier> tier = slice::ParseTier(name);
+            if (!tier.ok()) return tier.status();
+            rule->tiers.insert(*tier);
+          }
+          return Status::Ok();
+        }},
+       {"max_memory",
+        [&](const json& v) {
+          Result<uint64_t> bytes = v.is_string() ? ParseByteSize(v.get<std::string>())
+                                                 : Result<uint64_t>(Status::InvalidArgument("a size"));
+          if (!bytes.ok() || *bytes == 0) return Status::InvalidArgument("a size such as \"20GiB\"");
+          rule->max_memory = *bytes;
+          return Status::Ok();
+        }},
+       {"max_compute",
+        [&](const json& v) {
+          if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 100) {
+            return Status::InvalidArgument("an integer percent 1..100");
+          }
+          rule->max_compute = static_cast<uint32_t>(v.get<int64_t>());
+          return Status::Ok();
+        }},
+       {"gpus", [&](const json& v) { return Strings(v, &rule->gpus); }},
+       {"tenants", [&](const json& v) { return Strings(v, &rule->tenants); }},
+       {"max_slices", [&](const json& v) {
+          if (!v.is_number_integer() || v.get<int64_t>() < 0) return Status::InvalidArgument("an integer >= 0");
+          rule->max_slices = static_cast<int>(v.get<int64_t>());
+          return Status::Ok();
+        }}});
+}
+
+Status ParseRules(const json& object, const std::string& where, const AccessRule& base,
+                  std::map<std::string, AccessRule>* rules) {
+  if (!object.is_object()) return Status::InvalidArgument(where + " must be an object of name: rule");
+  for (const auto& [name, value] : object.items()) {
+    AccessRule rule = base;  // what the entry leaves out is the default's
+    if (Status status = ParseRule(value, where + "." + name, &rule); !status.ok()) return status;
+    (*rules)[name] = rule;
+  }
+  return Status::Ok();
+}
+
+Status ParseAccess(const json& object, const std::string& where, AccessPolicy* access) {
+  // "default" first: the users' and groups' entries start from it whatever the key order.
+  if (object.is_object() && object.contains("default")) {
+    if (Status status = ParseRule(object["default"], where + ".default", &access->defaults); !status.ok()) {
+      return status;
+    }
+  }
+  return ReadObject(object, where,
+                    {{"admin_group",
+                      [&](const json& v) {
+                        if (!v.is_string()) return Status::InvalidArgument("a group name");
+                        access->admin_group = v.get<std::string>();
+                        return Status::Ok();
+                      }},
+                     {"default", [](const json&) { return Status::Ok(); }},
+                     {"users", [&](const json& v) { return ParseRules(v, where + ".users", access->defaults, &access->users); }},
+                     {"groups",
+                      [&](const json& v) { return ParseRules(v, where + ".groups", access->defaults, &access->groups); }}});
+}
+
+}  // namespace
+
+Result<AgentConfig> LoadConfig(const std::string& path) {
+  AgentConfig config;
+  if (path.empty()) return config;
+  std::ifstream file(path);
+  if (!file) return Status::NotFound("cannot read the configuration " + path);
+  const json root = json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return Status::InvalidArgument(path + " is not a JSON object");
+  Status status = ReadObject(
+      root, path,
+      {{"stop_loss", [&](const json& v) { return ParseStopLoss(v, path + ".stop_loss", &config.stop_loss); }},
+       {"access", [&](const json& v) { return ParseAccess(v, path + ".access", &config.access); }},
+       {"usage_retention_days", [&](const json& v) {
+          if (!v.is_number() || v.get<double>() < 0) return Status::InvalidArgument("a number of days >= 0 (0: keep all)");
+          config.usage_retention_ms = static_cast<int64_t>(v.get<double>() * 24 * 3600 * 1000);
+          return Status::Ok();
+        }}});
+  if (!status.ok()) return status;
+  return config;
+}
+
+Result<std::string> LoadToken(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return Status::NotFound("cannot open the token file " + path);
+  struct stat info {};
+  std::string token;
+  Status status = Status::Ok();
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    status = Status::InvalidArgument(path + " is not a regular file");
+  } else if (info.st_uid != geteuid() || (info.st_mode & 077) != 0) {
+    status = Status::InvalidArgument(path + " must be owned by this user with mode 0600 (anyone else who can read "
+                                            "it is an admin)");
+  } else {
+    char buffer[512];
+    const ssize_t got = read(fd, buffer, sizeof(buffer));
+    token.assign(buffer, got > 0 ? static_cast<std::size_t>(got) : 0);
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+    if (token.size() < 16 || token.find_first_of(" \t\r\n") != std::string::npos) {
+      status = Status::InvalidArgument(path + " must hold one token of 16 to 500 characters, without spaces");
+    }
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return token;
+}
+
+}  // namespace fgpu::agent

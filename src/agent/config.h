@@ -1,0 +1,32 @@
+// AgentConfig: the agent's configuration file (`fgpu agent --config FILE`, docs/agent.md
+// "Configuration"): stop-loss, who may ask for what, how long usage records are kept.
+//
+// Contract
+// - LoadConfig("") is the defaults. A file that cannot be read, is not a JSON object, or has a
+//   key this build does not know (at any level) or a value out of range is refused with
+//   InvalidArgument naming the file and the key: a misspelled limit must not be lifted silently.
+// - LoadToken reads the TCP admin token from a file that must be a regular file owned by this
+//   process's user with no group or other permissions (0600 or stricter), holding one line of at
+//   least 16 characters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/access.h"
+#include "agent/stop_loss.h"
+#include "core/status.h"
+
+namespace fgpu::agent {
+
+struct AgentConfig {
+  StopLossPolicy stop_loss;
+  AccessPolicy access;
+  // Usage records that ended longer ago than this are deleted (each accounting pass); 0: kept.
+  int64_t usage_retention_ms = int64_t{400} * 24 * 3600 * 1000;
+};
+
+Result<AgentConfig> LoadConfig(const std::string& path);
+Result<std::string> LoadToken(const std::string& path);
+
+}  // namespace fgpu::agent

@@ -1,0 +1,322 @@
+# e2e: fgpu between users who do not trust each other (docs/security.md). A root `fgpu agent` on
+# a simulated GPU; every attack runs as an unprivileged user (setpriv to uids this script makes
+# up: no account is created) and asserts both the refusal and that nothing changed.
+# Needs root, setpriv and curl (scripts/bootstrap installs curl); else 77.
+. "$(dirname "$0")/lib.sh"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-verify_asan_link_order=0}"
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (the agent runs as root; attackers are other uids)"
+command -v setpriv >/dev/null 2>&1 || skip "setpriv is not installed (util-linux)"
+command -v curl >/dev/null 2>&1 || skip "curl is not installed (scripts/bootstrap installs it)"
+[ -f "$FGPU_BUILD_SIM_LIBDIR/libcuda.so.1" ] || skip "the simulated driver is not built"
+# The system's Python: the attackers' uids cannot run one installed under root's home.
+PYTHON=/usr/bin/python3
+[ -x "$PYTHON" ] || skip "$PYTHON is not installed"
+
+VICTIM=4243
+ATTACKER=4242
+SEGMENT="/fgpu-e2e-security-$$"
+STATE="$SCRATCH/state"
+PIDS=""
+MOUNTED=""
+chmod 0755 "$SCRATCH"  # the attackers must reach the state directory's socket, as on a real node
+
+cleanup() {
+  for pid in $PIDS; do kill "$pid" 2>/dev/null; done
+  for pid in $PIDS; do wait "$pid" 2>/dev/null; done
+  [ -z "$MOUNTED" ] || umount "$MOUNTED" 2>/dev/null
+  "$FGPU" sim reset --segment "$SEGMENT" >/dev/null 2>&1
+  rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+printf '{"devices": [{"count": 2, "name": "Sim H100", "memory": "16GiB"}]}\n' >"$SCRATCH/gpus.json"
+TOKEN="security-e2e-token-$$-0123456789"
+(umask 077 && printf '%s\n' "$TOKEN" >"$SCRATCH/token")
+
+# start_agent [FLAGS...]: a root agent on the simulated GPUs, TCP on a free port.
+start_agent() {
+  : >"$SCRATCH/agent.out"
+  "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- \
+    "$FGPU" agent --state "$STATE" --listen 127.0.0.1:0 --token-file "$SCRATCH/token" "$@" \
+    >"$SCRATCH/agent.out" 2>"$SCRATCH/agent.err" &
+  AGENT=$!
+  PIDS="$PIDS $AGENT"
+  waited=0
+  until PORT=$(sed -n 's|.*serving http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$SCRATCH/agent.out") && [ -n "$PORT" ]; do
+    [ "$waited" -lt 100 ] || fail "the agent did not start in 10 s: $(cat "$SCRATCH/agent.out" "$SCRATCH/agent.err")"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+}
+
+stop_agent() {
+  kill "$AGENT" && wait "$AGENT" 2>/dev/null
+}
+
+# as UID CMD...: runs CMD as that uid and gid, with no supplementary groups.
+as() {
+  uid=$1
+  shift
+  setpriv --reuid "$uid" --regid "$uid" --clear-groups -- "$@"
+}
+
+# unix_call UID METHOD PATH [BODY]: the status in $CODE and the body in $BODY over the Unix socket.
+unix_call() {
+  uid=$1 method=$2 path=$3
+  shift 3
+  [ $# -eq 0 ] || set -- --data "$1"
+  answer=$(as "$uid" curl -sS -w '\n%{http_code}' --unix-socket "$STATE/agent.sock" -X "$method" \
+    -H 'Content-Type: application/json' "$@" "http://localhost$path") || fail "curl as $uid: $method $path"
+  split_answer
+}
+
+# The answer of `curl -w '\n%{http_code}'` (written to stdout: the attackers cannot write to the
+# scratch directory) into $BODY and $CODE.
+split_answer() {
+  CODE=${answer##*
+}
+  BODY=${answer%
+*}
+}
+
+# tcp_call UID METHOD PATH [BODY [HEADER...]]: the same over loopback TCP.
+tcp_call() {
+  uid=$1 method=$2 path=$3
+  shift 3
+  data=""
+  if [ $# -gt 0 ]; then
+    data=$1
+    shift
+  fi
+  set -- "$@" -H 'Content-Type: application/json'
+  [ -z "$data" ] || set -- "$@" --data "$data"
+  answer=$(as "$uid" curl -sS -w '\n%{http_code}' -X "$method" "$@" "http://127.0.0.1:$PORT$path") ||
+    fail "curl as $uid over TCP: $method $path"
+  split_answer
+}
+
+expect_code() {
+  [ "$CODE" = "$1" ] || fail "expected HTTP $1, got $CODE: $BODY"
+}
+
+expect_body_contains() {
+  case "$BODY" in *"$1"*) ;; *) fail "the answer lacks '$1': $BODY" ;; esac
+}
+
+field() {
+  printf '%s' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\)\"\{0,1\}[,}].*/\1/p"
+}
+
+# The victim's slice, as the victim makes it.
+victim_slice() {
+  unix_call "$VICTIM" POST /v1/slices '{"memory":"4GiB","compute":20,"gpu":"0"}'
+  expect_code 201
+  VICTIM_SLICE=$(field "$BODY" id)
+  VICTIM_DIR=$(field "$BODY" dir)
+  [ -n "$VICTIM_SLICE" ] && [ -n "$VICTIM_DIR" ] || fail "no slice in $BODY"
+  VICTIM_JSON=$BODY
+}
+
+expect_victim_unchanged() {
+  unix_call "$VICTIM" GET "/v1/slices/$VICTIM_SLICE"
+  expect_code 200
+  [ "$BODY" = "$VICTIM_JSON" ] || fail "the victim's slice changed:
+before: $VICTIM_JSON
+after:  $BODY"
+}
+
+case_api_of_another_user() {
+  start_agent
+  victim_slice
+  for request in "PATCH /v1/slices/$VICTIM_SLICE {\"memory\":\"12GiB\"}" "DELETE /v1/slices/$VICTIM_SLICE" \
+    "PATCH /v1/slices/$VICTIM_SLICE {\"tier\":\"batch\"}"; do
+    # shellcheck disable=SC2086
+    set -- $request
+    unix_call "$ATTACKER" "$@"
+    expect_code 403
+    expect_body_contains "belongs to another user"
+  done
+  unix_call "$ATTACKER" PUT /v1/gpus/0 '{"exclusive":true}'
+  expect_code 403
+  unix_call "$ATTACKER" GET "/v1/usage?by=user"
+  expect_code 403
+  # What another user sees of the slice: no directory, no environment.
+  unix_call "$ATTACKER" GET "/v1/slices/$VICTIM_SLICE"
+  expect_code 200
+  case "$BODY" in *'"dir"'* | *'"env"'*) fail "another user sees the slice's directory: $BODY" ;; esac
+  # The latency tier is a privilege; an attacker's own slice is its own.
+  unix_call "$ATTACKER" POST /v1/slices '{"memory":"1GiB","tier":"latency"}'
+  expect_code 403
+  expect_body_contains "latency tier"
+  unix_call "$ATTACKER" POST /v1/slices '{"memory":"1GiB","owner":4243}'
+  expect_code 403
+  unix_call "$ATTACKER" POST /v1/slices '{"memory":"1GiB","compute":10}'
+  expect_code 201
+  [ "$(field "$BODY" owner_uid)" = "$ATTACKER" ] || fail "the attacker's slice is not the attacker's: $BODY"
+  expect_victim_unchanged
+  unix_call "$VICTIM" DELETE "/v1/slices/$VICTIM_SLICE"
+  expect_code 204
+}
+
+case_tcp_is_read_only() {
+  start_agent
+  victim_slice
+  for request in "PATCH /v1/slices/$VICTIM_SLICE {\"memory\":\"12GiB\"}" "DELETE /v1/slices/$VICTIM_SLICE" \
+    "POST /v1/slices {\"memory\":\"1GiB\"}" "PUT /v1/gpus/0 {\"exclusive\":true}"; do
+    # shellcheck disable=SC2086
+    set -- $request
+    tcp_call "$ATTACKER" "$@"
+    expect_code 403
+  done
+  tcp_call "$ATTACKER" DELETE "/v1/slices/$VICTIM_SLICE" "" -H "Authorization: Bearer not-the-token-at-all-000"
+  expect_code 403
+  # A page of another origin that resolves to 127.0.0.1 (DNS rebinding) sends its own Host.
+  tcp_call "$ATTACKER" GET / "" -H "Host: attacker.example:$PORT"
+  expect_code 403
+  tcp_call "$ATTACKER" GET /v1/slices
+  expect_code 200
+  expect_body_contains "\"id\":\"$VICTIM_SLICE\""
+  expect_victim_unchanged
+  # The token file is root's: the attacker cannot read it, the admin with it may do everything.
+  as "$ATTACKER" cat "$SCRATCH/token" >/dev/null 2>&1 && fail "the attacker read the token file"
+  tcp_call "$ATTACKER" DELETE "/v1/slices/$VICTIM_SLICE" "" -H "Authorization: Bearer $TOKEN"
+  expect_code 204
+}
+
+case_queue_tickets() {
+  start_agent
+  unix_call 0 POST /v1/slices '{"memory":"16GiB","gpu":"0"}'
+  expect_code 201
+  unix_call 0 POST /v1/slices '{"memory":"16GiB","gpu":"1"}'
+  expect_code 201
+  # A waiting request needs a live owner: the victim waits from a background shell.
+  mkdir "$SCRATCH/victim" && chown "$VICTIM:$VICTIM" "$SCRATCH/victim"
+  # The queued request is the asking process's: it must live (as fgpu run does, polling).
+  as "$VICTIM" "$PYTHON" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+body = b"{\"memory\":\"1GiB\",\"wait\":true}"
+s.sendall(b"POST /v1/slices HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+answer = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    answer += chunk
+open(sys.argv[2], "wb").write(answer.partition(b"\r\n\r\n")[2])
+time.sleep(8)  # long enough for the checks below; cleanup cannot reach it through setpriv' "$STATE/agent.sock" "$SCRATCH/victim/ticket.json" &
+  PIDS="$PIDS $!"
+  waited=0
+  until TICKET=$(field "$(cat "$SCRATCH/victim/ticket.json" 2>/dev/null)" ticket) && [ -n "$TICKET" ]; do
+    [ "$waited" -lt 100 ] || fail "no ticket: $(cat "$SCRATCH/victim/ticket.json")"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  [ "${#TICKET}" -eq 33 ] || fail "a ticket is 128 random bits: $TICKET"
+  unix_call "$ATTACKER" DELETE "/v1/queue/$TICKET"
+  expect_code 404
+  unix_call "$ATTACKER" GET "/v1/queue/$TICKET"
+  expect_code 404
+  unix_call "$VICTIM" GET "/v1/queue/$TICKET"
+  expect_code 200
+}
+
+case_hostile_bodies() {
+  start_agent
+  # `fgpu sim run` execs the agent: $AGENT is the agent itself.
+  rss_before=$(awk '/VmRSS/ {print $2}' "/proc/$AGENT/status")
+  "$PYTHON" -c 'import sys; sys.stdout.write("[" * 1048576 + "]" * 1048576)' >"$SCRATCH/deep.json"
+  for i in 1 2 3 4 5 6 7 8; do
+    as "$ATTACKER" curl -sS -o /dev/null -w '%{http_code}\n' --unix-socket "$STATE/agent.sock" \
+      -H 'Content-Type: application/json' --data-binary "@$SCRATCH/deep.json" http://localhost/v1/slices \
+      >>"$SCRATCH/deep.codes" 2>/dev/null &
+    PIDS="$PIDS $!"
+  done
+  wait_for_lines() {
+    waited=0
+    until [ "$(wc -l <"$SCRATCH/deep.codes")" -ge 8 ]; do
+      [ "$waited" -lt 100 ] || fail "the agent did not answer the nested bodies: $(cat "$SCRATCH/deep.codes")"
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+  }
+  wait_for_lines
+  [ "$(sort -u "$SCRATCH/deep.codes")" = "413" ] || fail "1 MiB bodies: $(sort "$SCRATCH/deep.codes" | uniq -c)"
+  "$PYTHON" -c 'import sys; sys.stdout.write("[" * 30000 + "]" * 30000)' >"$SCRATCH/deep-small.json"
+  answer=$(as "$ATTACKER" curl -sS -w '\n%{http_code}' --unix-socket "$STATE/agent.sock" \
+    -H 'Content-Type: application/json' --data-binary "@$SCRATCH/deep-small.json" http://localhost/v1/slices)
+  split_answer
+  expect_code 400
+  expect_body_contains "nests deeper"
+  # Bytes that are not UTF-8, in the path (raw: curl would percent-encode them) and in the body.
+  answer=$(as "$ATTACKER" "$PYTHON" -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/slices/\xff\xfe HTTP/1.1\r\nHost: localhost\r\n\r\n")
+answer = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    answer += chunk
+head, _, body = answer.partition(b"\r\n\r\n")
+sys.stdout.write(body.decode() + "\n" + head.split()[1].decode())' "$STATE/agent.sock")
+  split_answer
+  expect_code 400
+  printf '{"memory":"1GiB","tenant":"\377"}' >"$SCRATCH/latin1.json"
+  answer=$(as "$ATTACKER" curl -sS -w '\n%{http_code}' --unix-socket "$STATE/agent.sock" \
+    -H 'Content-Type: application/json' --data-binary "@$SCRATCH/latin1.json" http://localhost/v1/slices)
+  split_answer
+  expect_code 400
+  unix_call 0 GET /v1/health
+  expect_code 200
+  rss_after=$(awk '/VmRSS/ {print $2}' "/proc/$AGENT/status")
+  echo "agent RSS: ${rss_before} kB before, ${rss_after} kB after eight 1 MiB nested bodies"
+  [ "$rss_after" -lt $((rss_before + 65536)) ] || fail "the agent grew from ${rss_before} kB to ${rss_after} kB"
+}
+
+case_state_directory() {
+  STATE="$SCRATCH/state/"  # a trailing slash names the same place
+  start_agent
+  victim_slice
+  [ -d "$VICTIM_DIR" ] || fail "no slice directory $VICTIM_DIR"
+  case "$VICTIM_DIR" in *//*) fail "the slice directory is not canonical: $VICTIM_DIR" ;; esac
+  [ "$(stat -c %a "$SCRATCH/state")" = 711 ] || fail "the state directory is $(stat -c %a "$SCRATCH/state"), not 711"
+  [ "$(stat -c %a "$SCRATCH/state/agent.db")" = 600 ] || fail "agent.db is $(stat -c %a "$SCRATCH/state/agent.db")"
+  as "$ATTACKER" ls "$SCRATCH/state" >/dev/null 2>&1 && fail "another user lists the state directory"
+  as "$ATTACKER" cat "$SCRATCH/state/agent.db" >/dev/null 2>&1 && fail "another user reads agent.db"
+  stop_agent
+  STATE="$SCRATCH/state"
+  start_agent
+  [ -d "$VICTIM_DIR" ] || fail "a restart with --state spelled differently removed the live slice directory"
+  expect_victim_unchanged
+}
+
+case_full_disk() {
+  mkdir -p "$SCRATCH/small"
+  mount -t tmpfs -o size=8m tmpfs "$SCRATCH/small" 2>/dev/null || skip "cannot mount a small tmpfs here"
+  MOUNTED="$SCRATCH/small"
+  STATE="$SCRATCH/small/state"
+  start_agent --account-interval 0.2
+  victim_slice
+  sleep 0.5
+  # Fill the disk: everything but the agent's reserve is taken.
+  dd if=/dev/zero of="$SCRATCH/small/ballast" bs=64k 2>/dev/null
+  unix_call "$VICTIM" DELETE "/v1/slices/$VICTIM_SLICE"
+  expect_code 204
+  [ -d "$VICTIM_DIR" ] && fail "the slice directory is still there"
+  unix_call "$VICTIM" GET "/v1/slices/$VICTIM_SLICE"
+  expect_code 404
+  rm -f "$SCRATCH/small/ballast"
+  sleep 0.5
+  unix_call 0 GET "/v1/usage?by=slice"
+  expect_code 200
+  expect_body_contains "\"key\":\"$VICTIM_SLICE\""
+}
+
+run_case "$@"
