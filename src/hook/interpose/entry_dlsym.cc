@@ -19,6 +19,7 @@
 #include "hook/interpose/real_driver.h"
 #include "hook/interpose/real_driver_internal.h"
 #include "hook/interpose/symbol_map.h"
+#include "hook/interpose/tail_call.h"
 
 namespace {
 
@@ -42,14 +43,6 @@ void* HookedLookup(void* handle, const char* name) {
 }  // namespace
 
 extern "C" {
-
-#if defined(__clang__)
-#define FGPU_TAIL_CALL [[clang::musttail]]
-#define FGPU_SIBLING_CALLS
-#else
-#define FGPU_TAIL_CALL
-#define FGPU_SIBLING_CALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
-#endif
 
 // Default visibility: <dlfcn.h> declares it without, and the library is built hidden.
 __attribute__((visibility("default"))) FGPU_SIBLING_CALLS FGPU_HOOK_UNINSTRUMENTED void* dlsym(void* __restrict handle, const char* __restrict name) noexcept {

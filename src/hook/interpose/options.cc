@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "slice/node_config.h"
 #include "slice/slice.h"
 
 namespace fgpu::hook {
@@ -28,7 +29,28 @@ bool MeansYes(const char* value) {
          EqualsIgnoringCase(value, "yes") || EqualsIgnoringCase(value, "on");
 }
 
+// Copies a path-valued variable: empty counts as unset, too long is flagged rather than cut
+// into another path.
+void CopyPath(const char* value, char (&to)[PATH_MAX], bool* set, bool* too_long) {
+  const size_t length = std::strlen(value);
+  if (length == 0) return;
+  if (length >= sizeof(to)) {
+    *too_long = true;
+    return;
+  }
+  std::memcpy(to, value, length + 1);
+  *set = true;
+}
+
 }  // namespace
+
+bool DisabledIn(const char* const* env) {
+  if (env == nullptr) return false;
+  for (const char* const* entry = env; *entry != nullptr; ++entry) {
+    if (const char* value = ValueOf(*entry, kDisableEnv); value != nullptr) return MeansYes(value);
+  }
+  return false;
+}
 
 void ReadOptions(const char* const* env, Options* options) {
   *options = Options{};
@@ -38,6 +60,7 @@ void ReadOptions(const char* const* env, Options* options) {
   bool seen_disable = false;
   bool seen_slice = false;
   bool seen_compute_dir = false;
+  bool seen_node_config = false;
   for (const char* const* entry = env; *entry != nullptr; ++entry) {
     if (const char* value = ValueOf(*entry, kDisableEnv); value != nullptr && !seen_disable) {
       seen_disable = true;
@@ -48,14 +71,10 @@ void ReadOptions(const char* const* env, Options* options) {
       if (length > 0 && length < sizeof(options->compute_dir)) std::memcpy(options->compute_dir, boards, length + 1);
     } else if (const char* dir = ValueOf(*entry, slice::kSliceEnv); dir != nullptr && !seen_slice) {
       seen_slice = true;
-      const size_t length = std::strlen(dir);
-      if (length == 0) continue;
-      if (length >= sizeof(options->slice_dir)) {
-        options->slice_too_long = true;
-        continue;
-      }
-      std::memcpy(options->slice_dir, dir, length + 1);
-      options->slice_set = true;
+      CopyPath(dir, options->slice_dir, &options->slice_set, &options->slice_too_long);
+    } else if (const char* file = ValueOf(*entry, slice::kNodeConfigEnv); file != nullptr && !seen_node_config) {
+      seen_node_config = true;
+      CopyPath(file, options->node_config, &options->node_config_set, &options->node_config_too_long);
     }
   }
 }

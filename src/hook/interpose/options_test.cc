@@ -86,5 +86,30 @@ TEST(OptionsTest, ComputeDirDefaultsAndCanBeSet) {
   EXPECT_STREQ(Read({"FGPU_COMPUTE_DIR=/tmp/boards", "FGPU_COMPUTE_DIR=/other"}).compute_dir, "/tmp/boards");
 }
 
+TEST(OptionsTest, NodeConfigIsCopiedAndAnOverlongOneReported) {
+  const Options unset = Read({"FGPU_NODE_CONFIG="});
+  EXPECT_FALSE(unset.node_config_set);
+  EXPECT_FALSE(unset.node_config_too_long);
+  const Options set = Read({"FGPU_NODE_CONFIG=/etc/fgpu/other.conf", "FGPU_NODE_CONFIG=/second"});
+  EXPECT_TRUE(set.node_config_set);
+  EXPECT_STREQ(set.node_config, "/etc/fgpu/other.conf");
+  const std::string too_long = "FGPU_NODE_CONFIG=" + std::string(PATH_MAX, 'a');
+  const Options bad = Read({too_long.c_str()});
+  EXPECT_FALSE(bad.node_config_set);
+  EXPECT_TRUE(bad.node_config_too_long);
+}
+
+TEST(OptionsTest, DisabledInReadsFgpuDisableAsReadOptionsDoes) {
+  for (const char* yes : {"FGPU_DISABLE=1", "FGPU_DISABLE=On"}) {
+    const char* env[] = {"PATH=/bin", yes, "FGPU_DISABLE=0", nullptr};
+    EXPECT_TRUE(DisabledIn(env)) << yes;
+  }
+  const char* first_wins[] = {"FGPU_DISABLE=0", "FGPU_DISABLE=1", nullptr};
+  EXPECT_FALSE(DisabledIn(first_wins));
+  const char* unset[] = {"FGPU_DISABLED=1", nullptr};
+  EXPECT_FALSE(DisabledIn(unset));
+  EXPECT_FALSE(DisabledIn(nullptr));
+}
+
 }  // namespace
 }  // namespace fgpu::hook

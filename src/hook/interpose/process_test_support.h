@@ -4,10 +4,12 @@
 #pragma once
 
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,19 +74,52 @@ class HookEnvironment {
   const std::string& dir() const { return dir_; }
 
   // Creates a one-device slice of the simulated GPU; returns its directory.
-  std::string CreateSlice(uint64_t cap = uint64_t{6} << 30) {
-    const std::string slice = dir_ + "/slice";
+  std::string CreateSlice(uint64_t cap = uint64_t{6} << 30) { return CreateSliceAt(dir_ + "/slice", cap); }
+  // The same at `path` (its parent must exist), with a compute share.
+  std::string CreateSliceAt(const std::string& path, uint64_t cap, uint32_t share = 100) {
     slice::SliceSpec spec;
     spec.id = "hook-test";
-    spec.devices.push_back({kDeviceUuid, cap, 100});
-    Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(slice, spec);
+    spec.devices.push_back({kDeviceUuid, cap, share});
+    Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(path, spec);
     EXPECT_TRUE(admin.ok()) << admin.status().message();
-    return slice;
+    // As a node's slice is (docs/hook.md "Managed nodes"), whatever the umask.
+    EXPECT_EQ(::chmod(path.c_str(), 0755), 0) << path;
+    return path;
+  }
+
+  // Lets `uid` run programs here (RunAs): the scratch directory 0755, so that it can read the
+  // simulator's configuration, and the simulator's segment its own if it exists (the simulator
+  // creates it 0600 for whoever comes first).
+  void ShareWith(uid_t uid, gid_t gid) const {
+    EXPECT_EQ(::chmod(dir_.c_str(), 0755), 0);
+    const int fd = shm_open(segment_.c_str(), O_RDWR, 0);
+    if (fd >= 0) {
+      EXPECT_EQ(::fchown(fd, uid, gid), 0);
+      ::close(fd);
+    }
   }
 
   // Runs argv[0] on the simulated GPU with `env` added ("NAME=value"), after removing every
   // inherited LD_PRELOAD, LD_LIBRARY_PATH and FGPU_* so only the test decides them.
   ProcessResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env) const {
+    return Start(argv, env, nullptr);
+  }
+  // The same as another user (root only): no supplementary groups, `uid`/`gid` set before exec,
+  // the way a job launcher starts a tenant's program.
+  ProcessResult RunAs(uid_t uid, gid_t gid, const std::vector<std::string>& argv,
+                      const std::vector<std::string>& env) const {
+    const Identity identity{uid, gid};
+    return Start(argv, env, &identity);
+  }
+
+ private:
+  struct Identity {
+    uid_t uid;
+    gid_t gid;
+  };
+
+  ProcessResult Start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                      const Identity* identity) const {
     std::vector<std::string> env_storage;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string entry(*e);
@@ -111,13 +146,33 @@ class HookEnvironment {
     args.push_back(nullptr);
 
     const std::string out_path = dir_ + "/out", err_path = dir_ + "/err";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     pid_t pid = -1;
-    const int spawned = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
+    int spawned = 0;
+    if (identity == nullptr) {
+      posix_spawn_file_actions_t actions;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      spawned = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+      posix_spawn_file_actions_destroy(&actions);
+    } else {
+      // Output files opened before the identity changes (the scratch directory is root's).
+      const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      pid = fork();
+      if (pid == 0) {
+        // Only async-signal-safe calls between fork and exec.
+        if (::dup2(out, 1) < 0 || ::dup2(err, 2) < 0 || ::setgroups(0, nullptr) != 0 || ::setgid(identity->gid) != 0 ||
+            ::setuid(identity->uid) != 0) {
+          _exit(126);
+        }
+        ::execve(args[0], args.data(), envp.data());
+        _exit(127);
+      }
+      ::close(out);
+      ::close(err);
+      spawned = pid > 0 ? 0 : errno;
+    }
     ProcessResult result;
     if (spawned != 0) {
       ADD_FAILURE() << "cannot start " << argv[0];
@@ -132,7 +187,6 @@ class HookEnvironment {
     return result;
   }
 
- private:
   static inline int counter_ = 0;
   std::string dir_;
   std::string config_;

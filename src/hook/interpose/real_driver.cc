@@ -16,6 +16,7 @@
 #include "hook/interpose/options.h"
 #include "hook/interpose/real_driver.h"
 #include "hook/interpose/real_driver_internal.h"
+#include "hook/interpose/slice_policy.h"
 #include "hook/interpose/symbol_map.h"
 #include "hook/interpose/wrapper_table.h"
 #include "slice/slice.h"
@@ -37,15 +38,21 @@ constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
 // dlsym path, which a malloc interposer may enter from inside malloc.
 constinit thread_local bool t_in_init __attribute__((tls_model("initial-exec"))) = false;
 constinit thread_local bool t_in_dlsym_bootstrap __attribute__((tls_model("initial-exec"))) = false;
+constinit thread_local bool t_in_dlopen_bootstrap __attribute__((tls_model("initial-exec"))) = false;
 
 // Accessed with __atomic builtins, not std::atomic: RealDlsym must call nothing instrumented.
 DlsymFn g_real_dlsym = nullptr;
+void* g_real_dlopen = nullptr;   // a DlopenFn
+void* g_real_dlmopen = nullptr;  // a DlmopenFn
 pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
 std::atomic<bool> g_ready{false};
 void* g_cuda_library = nullptr;
 void* g_nvml_library = nullptr;
 AddressMap g_addresses;
-char g_failure_reason[512];  // why mode is kFailed
+char g_failure_reason[1024];  // why mode is kFailed
+// What the failure line ends with: how to run without fgpu, or (on a managed node) where the
+// node's slices are.
+char g_failure_advice[PATH_MAX + 128];
 std::atomic<bool> g_failure_reported{false};
 
 void* g_cuda_wrappers[kCudaSymbolCount];
@@ -94,6 +101,7 @@ void Init() {
   State& state = g_hook_state;
   Options& options = state.options;
   ReadOptions(environ, &options);
+  std::snprintf(g_failure_advice, sizeof(g_failure_advice), "%s", kDisableAdvice);
 
   for (size_t i = 0; i < kCudaSymbolCount; ++i) g_cuda_wrappers[i] = CudaWrapperAddress(static_cast<CudaSymbol>(i));
   for (size_t i = 0; i < kNvmlSymbolCount; ++i) g_nvml_wrappers[i] = NvmlWrapperAddress(static_cast<NvmlSymbol>(i));
@@ -120,18 +128,16 @@ void Init() {
     // The application cannot reach a driver either (it would need this soname); report it as
     // the driver-less machine it is.
     Fail(CUDA_ERROR_NO_DEVICE, "cannot load %s (%s)", kCudaLibrary, cuda_error);
-  } else if (options.slice_too_long) {
-    Fail(CUDA_ERROR_NOT_INITIALIZED, "%s is longer than PATH_MAX (%d bytes)", slice::kSliceEnv, PATH_MAX);
-  } else if (!options.slice_set) {
-    Fail(CUDA_ERROR_NOT_INITIALIZED, "%s is not set", slice::kSliceEnv);
   } else {
-    Result<slice::Ledger*> ledger = slice::Ledger::Attach(options.slice_dir);
-    if (ledger.ok()) {
-      state.ledger = *ledger;
+    // The node's policy decides which slice may be used (slice_policy.h): any FGPU_SLICE on an
+    // unmanaged node, only root's slices under slice_root on a managed one.
+    const SliceOutcome outcome = AttachSlice(&options);
+    if (outcome.ledger != nullptr) {
+      state.ledger = outcome.ledger;
       state.mode = Mode::kEnforcing;
     } else {
-      Fail(CUDA_ERROR_NOT_INITIALIZED, "cannot use slice %s: %s", options.slice_dir,
-           ledger.status().message().c_str());
+      Fail(CUDA_ERROR_NOT_INITIALIZED, "%s", outcome.reason.c_str());
+      std::snprintf(g_failure_advice, sizeof(g_failure_advice), "%s", outcome.advice.c_str());
     }
   }
   // Leave no stale error for the application's `dlerror(); dlsym(...); dlerror()` idiom: our
@@ -158,6 +164,35 @@ FGPU_HOOK_UNINSTRUMENTED DlsymFn RealDlsym() {
 
 FGPU_HOOK_UNINSTRUMENTED bool InsideHookInit() { return t_in_init || t_in_dlsym_bootstrap; }
 
+namespace {
+
+// The next definition of `name` after libfgpu, at glibc's current version or the one before
+// 2.34 (when dlopen and dlmopen lived in libdl). Same rules as RealDlsym: racing threads store
+// the same answer; a lookup nested inside the bootstrap (a malloc interposer that dlopens from
+// inside dlvsym) gets NULL rather than recursing.
+FGPU_HOOK_UNINSTRUMENTED void* BootstrapNext(void** cache, const char* name, const char* old_version) {
+  void* real = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (real != nullptr || t_in_dlopen_bootstrap) return real;
+  t_in_dlopen_bootstrap = true;
+  real = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+  if (real == nullptr) real = dlvsym(RTLD_NEXT, name, old_version);
+  t_in_dlopen_bootstrap = false;
+  __atomic_store_n(cache, real, __ATOMIC_RELEASE);
+  return real;
+}
+
+}  // namespace
+
+FGPU_HOOK_UNINSTRUMENTED DlopenFn RealDlopen() {
+  return reinterpret_cast<DlopenFn>(BootstrapNext(&g_real_dlopen, "dlopen", "GLIBC_2.2.5"));
+}
+
+FGPU_HOOK_UNINSTRUMENTED DlmopenFn RealDlmopen() {
+  return reinterpret_cast<DlmopenFn>(BootstrapNext(&g_real_dlmopen, "dlmopen", "GLIBC_2.3.4"));
+}
+
+const State* ReadyHookState() { return g_ready.load(std::memory_order_acquire) ? &g_hook_state : nullptr; }
+
 const State& HookState() {
   if (g_ready.load(std::memory_order_acquire) || t_in_init) return g_hook_state;
   pthread_once(&g_init_once, Init);
@@ -172,7 +207,7 @@ const AddressMap& HookAddresses() {
 void ReportInitFailureOnce() {
   if (HookState().mode != Mode::kFailed) return;
   if (g_failure_reported.exchange(true, std::memory_order_relaxed)) return;
-  LogProblem("%s; set FGPU_DISABLE=1 to run without fgpu", g_failure_reason);
+  LogProblem("%s%s", g_failure_reason, g_failure_advice);
 }
 
 void* RealCudaByName(const char* name) {

@@ -11,10 +11,13 @@
 //   whatever the driver or libc call back into from there (dlsym, a hooked entry point) goes
 //   straight to the real function or sees the state as far as init got, instead of waiting
 //   on the init it is part of.
+// - RealDlopen()/RealDlmopen() likewise, for the dlopen/dlmopen overrides (entry_dlopen.cc).
 // - LoadRealCuda(symbol) is the hot path's read: one relaxed atomic load of the real entry
 //   point, no init, no lock. NULL until init resolved it; callers then take a slow path that
 //   runs HookState().
 #pragma once
+
+#include <dlfcn.h>
 
 #include <atomic>
 
@@ -31,9 +34,18 @@
 namespace fgpu::hook {
 
 using DlsymFn = void* (*)(void* handle, const char* name) noexcept;
+using DlopenFn = void* (*)(const char* file, int mode) noexcept;
+using DlmopenFn = void* (*)(Lmid_t namespace_id, const char* file, int mode) noexcept;
 
 FGPU_HOOK_UNINSTRUMENTED DlsymFn RealDlsym();
 FGPU_HOOK_UNINSTRUMENTED bool InsideHookInit();
+// The C library's dlopen / dlmopen, found like RealDlsym (dlvsym(RTLD_NEXT, name, "GLIBC_2.34"),
+// then the pre-2.34 version), lock-free and without init. NULL only for a call nested inside
+// that bootstrap.
+FGPU_HOOK_UNINSTRUMENTED DlopenFn RealDlopen();
+FGPU_HOOK_UNINSTRUMENTED DlmopenFn RealDlmopen();
+// The hook's state if init has finished, else NULL; never starts init.
+const State* ReadyHookState();
 
 // Storage behind HookState(); written only by init (through atomic_ref for real_cuda).
 extern State g_hook_state;
