@@ -155,25 +155,36 @@ Status Access::MayCreate(const Caller& caller, const CreateRequest& request, int
     return Status::PermissionDenied("the TCP listener is read-only without the admin token: create slices over the "
                                     "agent's Unix socket");
   }
-  if (caller.role == Role::kAdmin) return Status::Ok();
-  if (request.owner) return Status::PermissionDenied(caller.name + " may not create slices for another user");
-  const AccessRule rule = RuleFor(*caller.uid);
+  const bool admin = caller.role == Role::kAdmin;
+  if (admin && !request.owner) return Status::Ok();
+  if (!admin && request.owner) return Status::PermissionDenied(caller.name + " may not create slices for another user");
+  // A batch job's labels say whom chargeback bills: the batch system's word (an admin), not a user's.
+  if (!admin && !(request.labels == JobLabels{})) {
+    return Status::PermissionDenied("job, user and account are set by the batch system (an admin), not by " +
+                                    caller.name);
+  }
+  // An admin asking for a user (the Slurm plugin, in slurmstepd) gets what that user may have:
+  // the admin's word is trusted for the tenant and the job's labels, not for the user's limits.
+  const uid_t uid = admin ? *request.owner : *caller.uid;
+  Caller owner = caller;
+  owner.name = admin ? Lookup(uid).name : caller.name;
+  const AccessRule rule = RuleFor(uid);
   // Without a compute share the agent sizes one in proportion to memory (at most 100 %), which
   // max_compute then bounds at placement; a share asked for is checked here.
-  if (Status within = WithinRule(caller, rule, request.memory_bytes, request.compute_share, request.tier);
+  if (Status within = WithinRule(owner, rule, request.memory_bytes, request.compute_share, request.tier);
       !within.ok()) {
     return within;
   }
-  const bool tenant_allowed = Contains(rule.tenants, "*") || Contains(rule.tenants, request.tenant) ||
-                              (Contains(rule.tenants, "{user}") && request.tenant == caller.name);
+  const bool tenant_allowed = admin || Contains(rule.tenants, "*") || Contains(rule.tenants, request.tenant) ||
+                              (Contains(rule.tenants, "{user}") && request.tenant == owner.name);
   if (!tenant_allowed) {
-    return Status::PermissionDenied(caller.name + " may not bill tenant '" + request.tenant + "'");
+    return Status::PermissionDenied(owner.name + " may not bill tenant '" + request.tenant + "'");
   }
   if (request.gpu && !rule.gpus.empty() && !Contains(rule.gpus, *request.gpu)) {
-    return Status::PermissionDenied(caller.name + " may not use GPU " + *request.gpu);
+    return Status::PermissionDenied(owner.name + " may not use GPU " + *request.gpu);
   }
   if (rule.max_slices > 0 && held >= rule.max_slices) {
-    return Status::PermissionDenied(caller.name + " already holds " + std::to_string(held) + " slices (at most " +
+    return Status::PermissionDenied(owner.name + " already holds " + std::to_string(held) + " slices (at most " +
                                     std::to_string(rule.max_slices) + ")");
   }
   return Status::Ok();

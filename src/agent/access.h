@@ -75,7 +75,9 @@ class Access {
   // Who sent `request`; PermissionDenied for a TCP request with a foreign Host or a wrong token.
   Result<Caller> Identify(const net::HttpRequest& request) const;
 
-  // The caller may create a slice with `request` while holding `held` slices (users: their rule).
+  // The caller may create a slice with `request` while the slice's owner holds `held` slices:
+  // users within their rule; admins freely, or, when they name an owner, within the owner's rule
+  // (tenant and labels are then the admin's word).
   Status MayCreate(const Caller& caller, const CreateRequest& request, int held) const;
   // The caller owns `slice` or is an admin.
   Status MayManage(const Caller& caller, const SliceRecord& slice) const;

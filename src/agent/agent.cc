@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 
 #include "agent/api.h"
 #include "agent/config.h"
+#include "agent/membership.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
 #include "agent/sched_placer.h"
@@ -54,6 +57,22 @@ Result<std::string> PrepareStateDir(const std::string& wanted) {
     return Status::Unavailable("cannot make " + canonical.string() + " 0711: " + std::strerror(errno));
   }
   return canonical.string();
+}
+
+// Slice cgroups under the cgroup v2 mount, one subtree per state directory (two agents on one
+// machine keep theirs apart); without a writable hierarchy, membership rests on joined processes.
+std::shared_ptr<Membership> MakeMembership(const std::string& state_dir) {
+  char instance[17];
+  std::snprintf(instance, sizeof(instance), "%016llx",
+                static_cast<unsigned long long>(std::hash<std::string>{}(state_dir)));
+  const auto base = Membership::CgroupBase(instance);
+  if (!base) {
+    std::cerr << "fgpu agent: no writable cgroup v2 hierarchy: slice membership by joined processes and their "
+                 "descendants only"
+              << std::endl;
+    return std::make_shared<Membership>("", "");
+  }
+  return std::make_shared<Membership>(base->first, base->second);
 }
 
 int Fail(const std::string& message) {
@@ -104,8 +123,10 @@ int RunAgent(const AgentOptions& options) {
       store->get(), *gpus, *state_dir + "/slices", [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); },
       [&placer](const std::vector<GpuRoom>& rooms, const std::vector<SliceRecord>& held, uint64_t memory,
                 uint32_t share) { return placer->Choose(rooms, held, memory, share); });
+  slices.SetMembership(MakeMembership(*state_dir));
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
   slices.SetUsageRetention(config->usage_retention_ms);
+  slices.PruneMembers();  // the cgroups of slices a killed agent left empty
 
   StopLoss stop_loss(&slices, *nvml, config->stop_loss, [&busy](const SliceRecord& slice) {
     const SliceUsage usage = busy.Read({slice}).front();
@@ -138,9 +159,14 @@ int RunAgent(const AgentOptions& options) {
   const timespec tick{0, 250'000'000};
   auto next_account = std::chrono::steady_clock::now();
   auto next_check = std::chrono::steady_clock::now();
+  auto next_prune = std::chrono::steady_clock::now();
   while (received < 0) {
     received = sigtimedwait(&signals, nullptr, &tick);
     for (const std::string& id : slices.Reap()) std::cout << "fgpu agent: released slice " << id << std::endl;
+    if (std::chrono::steady_clock::now() >= next_prune) {
+      slices.PruneMembers();
+      next_prune += std::chrono::seconds(30);
+    }
     if (std::chrono::steady_clock::now() >= next_check) {
       stop_loss.Tick(UnixMsNow());
       next_check += std::chrono::milliseconds(1000);
@@ -156,6 +182,7 @@ int RunAgent(const AgentOptions& options) {
   (void)slices.Account(UnixMsNow());  // a clean stop bills up to now
   std::cout << "fgpu agent: stopping (signal " << received << ")" << std::endl;
   server.Stop();
+  slices.CloseMembership();
   return 0;
 }
 

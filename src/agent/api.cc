@@ -296,6 +296,12 @@ net::HttpResponse Api::Route(const net::HttpRequest& request, const Caller& call
   if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() && path.find('/', prefix.size()) == std::string::npos) {
     return OneSlice(request, caller, path.substr(prefix.size()));
   }
+  const std::string join = "/join";
+  if (path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + join.size() &&
+      path.compare(path.size() - join.size(), join.size(), join) == 0) {
+    const std::string id = path.substr(prefix.size(), path.size() - prefix.size() - join.size());
+    if (id.find('/') == std::string::npos) return method == "POST" ? Join(request, caller, id) : Error(405, "use POST");
+  }
   return Error(404, "no such endpoint: " + method + " " + path);
 }
 
@@ -427,13 +433,14 @@ net::HttpResponse Api::CreateSlice(const net::HttpRequest& request, const Caller
   if (!body.ok()) return ErrorOf(body.status());
   Result<CreateRequest> create = ParseCreate(*body);
   if (!create.ok()) return ErrorOf(create.status());
-  if (caller.role != Role::kAdmin) {
+  if (caller.role != Role::kAdmin || create->owner) {
+    const uid_t owner = create->owner ? *create->owner : *caller.uid;
     const std::vector<SliceRecord> all = slices_->List();
     const int held = static_cast<int>(std::count_if(all.begin(), all.end(), [&](const SliceRecord& slice) {
-      return slice.owner_uid == static_cast<int64_t>(*caller.uid);
+      return slice.owner_uid == static_cast<int64_t>(owner);
     }));
     if (Status allowed = access_->MayCreate(caller, *create, held); !allowed.ok()) return ErrorOf(allowed);
-    create->max_share = access_->RuleFor(*caller.uid).max_compute;
+    create->max_share = access_->RuleFor(owner).max_compute;
   }
   Result<QueueStatus> outcome = slices_->CreateOrQueue(*create, request.peer);
   if (!outcome.ok()) return ErrorOf(outcome.status());
@@ -457,6 +464,21 @@ net::HttpResponse Api::Queued(const net::HttpRequest& request, const Caller& cal
   const Status cancelled = slices_->Cancel(ticket);
   if (!cancelled.ok()) return ErrorOf(cancelled);
   return NoContent();
+}
+
+// The caller's own process joins the slice: the kernel names it (SO_PEERCRED), so nobody can
+// make another's process a member, and the agent signals only members (membership.h).
+net::HttpResponse Api::Join(const net::HttpRequest& request, const Caller& caller, const std::string& id) {
+  if (!request.peer.unix_socket || request.peer.pid <= 1) {
+    return Error(400, "joining a slice needs the Unix socket, where the kernel names the process that asks");
+  }
+  if (!request.body.empty() && request.body != "{}") return Error(400, "join takes no body: the caller joins");
+  Result<SliceRecord> slice = slices_->Get(id);
+  if (!slice.ok()) return ErrorOf(slice.status());
+  if (Status allowed = access_->MayManage(caller, *slice); !allowed.ok()) return ErrorOf(allowed);
+  Result<std::string> cgroup = slices_->Join(id, request.peer.pid);
+  if (!cgroup.ok()) return ErrorOf(cgroup.status());
+  return Json(200, json{{"slice", id}, {"pid", request.peer.pid}, {"cgroup", *cgroup}});
 }
 
 net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const Caller& caller, const std::string& id) {

@@ -18,6 +18,8 @@
 //   GET    /v1/slices/{id}
 //   PATCH  /v1/slices/{id}        any of memory, compute, compute_mode, tier → 200
 //   DELETE /v1/slices/{id}        → 204
+//   POST   /v1/slices/{id}/join   the calling process (Unix socket) becomes a member of the slice
+//                                  (moved into its cgroup) → 200 {"slice","pid","cgroup"}
 //
 //   POST   /v1/slices also takes "owner": a uid or user name (admins: a slice for that user).
 //
@@ -80,6 +82,7 @@ class Api {
   net::HttpResponse ListSlices(const net::HttpRequest& request, const Caller& caller);
   net::HttpResponse CreateSlice(const net::HttpRequest& request, const Caller& caller);
   net::HttpResponse OneSlice(const net::HttpRequest& request, const Caller& caller, const std::string& id);
+  net::HttpResponse Join(const net::HttpRequest& request, const Caller& caller, const std::string& id);
   net::HttpResponse Queued(const net::HttpRequest& request, const Caller& caller, const std::string& ticket);
 
   net::HttpResponse Metrics();

@@ -265,12 +265,17 @@ TEST_F(ApiTest, ASliceIsReleasedWhenItsOwnerAndItsWorkloadHaveExited) {
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(dir);
   ASSERT_TRUE(admin.ok());
   ASSERT_TRUE(admin->TEST_PlantProcess(workload, slice::ReadStartTime(workload), {0}).ok());
+  // A live process in the ledger that never joined proves nothing: the ledger is the owner's to
+  // write (here: this test's own pid).
+  ASSERT_TRUE(admin->TEST_PlantProcess(getpid(), slice::ReadStartTime(getpid()), {0}).ok());
+  const std::string id = json::parse(created.body)["id"];
+  ASSERT_TRUE(service_->Join(id, workload).ok()) << "as fgpu run joins before it starts the workload";
 
   EXPECT_TRUE(service_->Reap().empty()) << "the owner is alive";
   Kill(owner);  // e.g. fgpu run killed with SIGKILL
   EXPECT_TRUE(service_->Reap().empty()) << "its workload still runs";
   Kill(workload);
-  EXPECT_EQ(service_->Reap().size(), 1u);
+  EXPECT_EQ(service_->Reap().size(), 1u) << "the planted pid keeps nothing alive";
   EXPECT_TRUE(service_->List().empty());
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
@@ -425,6 +430,7 @@ TEST_F(ApiAccessTest, AUserAsksWithinItsRule) {
       {R"({"memory":"1GiB","gpu":"0"})", "may not use GPU 0"},
       {R"({"memory":"1GiB","gpu":"1","tenant":"physics"})", "may not bill tenant 'physics'"},
       {R"({"memory":"1GiB","gpu":"1","owner":0})", "for another user"},
+      {R"({"memory":"1GiB","gpu":"1","account":"physics"})", "set by the batch system"},
   };
   for (const auto& refusal : refusals) {
     const net::HttpResponse response = Call("POST", "/v1/slices", refusal.body, kAlice);
@@ -441,10 +447,16 @@ TEST_F(ApiAccessTest, AUserAsksWithinItsRule) {
   const net::HttpResponse third = Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"1"})", kAlice);
   EXPECT_EQ(third.status, 403) << "max_slices";
   EXPECT_EQ(service_->List().size(), 2u);
-  // Admins are outside every rule, and may create a slice for a user.
+  // Admins are outside every rule; an admin creating a slice for a user (the Slurm plugin) gets
+  // what that user may have, its tenant and labels taken on the admin's word.
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"40GiB","tier":"latency","gpu":"0"})").status, 201);
+  const net::HttpResponse too_much =
+      Call("POST", "/v1/slices", R"({"memory":"1GiB","tier":"latency","gpu":"1","owner":1002})");
+  EXPECT_EQ(too_much.status, 403) << too_much.body;
   const json for_bob = json::parse(
-      Call("POST", "/v1/slices", R"({"memory":"40GiB","tier":"latency","gpu":"0","owner":1002})").body);
+      Call("POST", "/v1/slices", R"({"memory":"1GiB","gpu":"1","tenant":"physics","owner":1002})").body);
   EXPECT_EQ(for_bob["owner_uid"], kBob);
+  EXPECT_EQ(for_bob["tenant"], "physics");
   EXPECT_EQ(Call("DELETE", "/v1/slices/" + for_bob["id"].get<std::string>(), "", kBob).status, 204);
 }
 

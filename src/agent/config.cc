@@ -63,6 +63,29 @@ Status ParseStopLoss(const json& object, const std::string& where, StopLossPolic
           return Status::Ok();
         }},
        {"grace_s", [&](const json& v) { return Seconds(v, 0, &policy->grace_ms); }},
+       {"unattributed",
+        [&](const json& v) {
+          if (v != "alert" && v != "kill") return Status::InvalidArgument("\"alert\" or \"kill\"");
+          policy->unattributed =
+              v == "kill" ? StopLossPolicy::Unattributed::kKill : StopLossPolicy::Unattributed::kAlert;
+          return Status::Ok();
+        }},
+       {"overuse_margin",
+        [&](const json& v) {
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100) {
+            return Status::InvalidArgument("percentage points 0..100");
+          }
+          policy->overuse_margin = static_cast<uint32_t>(v.get<int64_t>());
+          return Status::Ok();
+        }},
+       {"overuse_checks",
+        [&](const json& v) {
+          if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > 3600) {
+            return Status::InvalidArgument("an integer 1..3600");
+          }
+          policy->overuse_ticks = static_cast<int>(v.get<int64_t>());
+          return Status::Ok();
+        }},
        {"min_free",
         [&](const json& v) {
           Result<uint64_t> bytes = v.is_string() ? ParseByteSize(v.get<std::string>())

@@ -253,7 +253,34 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
     if (it != snapshot.stop_loss.unaccounted_bytes.end()) out.Sample(SliceLabels(slice), static_cast<double>(it->second));
   }
   out.Family("fgpu_stop_loss_bypasses_total", "counter", "Times a slice's processes were seen over its cap.");
-  out.Sample({}, static_cast<double>(snapshot.stop_loss.bypasses));
+  out.Sample({{"resource", "memory"}},
+             static_cast<double>(snapshot.stop_loss.bypasses - snapshot.stop_loss.compute_bypasses));
+  out.Sample({{"resource", "compute"}}, static_cast<double>(snapshot.stop_loss.compute_bypasses));
+  out.Family("fgpu_gpu_unattributed_processes", "gauge",
+             "Processes on the GPU, which has slices, that belong to none of them (started outside fgpu, or escaped "
+             "their slice).");
+  for (const auto& [gpu, count] : snapshot.stop_loss.unattributed_now) out.Sample({{"uuid", gpu}}, count);
+  out.Family("fgpu_stop_loss_unattributed_processes_total", "counter",
+             "Distinct processes seen on a GPU with slices outside every slice.");
+  out.Sample({}, static_cast<double>(snapshot.stop_loss.unattributed_seen));
+  out.Family("fgpu_stop_loss_unattributed_kills_total", "counter",
+             "Processes outside every slice killed (stop_loss.unattributed = kill).");
+  out.Sample({}, static_cast<double>(snapshot.stop_loss.unattributed_killed));
+  out.Family("fgpu_stop_loss_signals_refused_total", "counter",
+             "Signals not sent because the process was gone or its pid named another process by then.");
+  out.Sample({}, static_cast<double>(snapshot.stop_loss.signals_refused));
+  out.Family("fgpu_stop_loss_starvations_unconfirmed_total", "counter",
+             "Windows a slice's own counters called it starved but NVML did not confirm (no action taken).");
+  out.Sample({}, static_cast<double>(snapshot.stop_loss.starvations_unconfirmed));
+  out.Family("fgpu_slice_compute_busy_measured_seconds_total", "counter",
+             "GPU time of the slice's processes by the driver's per-process SM utilization (NVML): the check on "
+             "fgpu_slice_compute_busy_seconds_total, which the slice's interposer reports.");
+  for (const SliceRecord& slice : snapshot.slices) {
+    const auto it = snapshot.stop_loss.measured_busy_ns.find(slice.id);
+    if (it != snapshot.stop_loss.measured_busy_ns.end()) {
+      out.Sample(SliceLabels(slice), static_cast<double>(it->second) / 1e9);
+    }
+  }
   out.Family("fgpu_stop_loss_evictions_total", "counter",
              "Slices evicted by stop-loss (bypass, low memory, starvation, preemption).");
   out.Sample({}, static_cast<double>(snapshot.stop_loss.evictions));

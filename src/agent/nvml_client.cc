@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include "core/abi/nvml_types.h"
 
 namespace fgpu::agent {
@@ -18,6 +20,8 @@ struct NvmlClient::Api {
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
+  nvmlReturn_t (*process_utilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned*,
+                                      unsigned long long) = nullptr;
 
   template <typename Fn>
   bool Resolve(Fn* slot, const char* symbol, bool required = true) {
@@ -40,7 +44,8 @@ Result<std::shared_ptr<NvmlClient>> NvmlClient::Load() {
                         api->Resolve(&api->memory, "nvmlDeviceGetMemoryInfo") &&
                         api->Resolve(&api->utilization, "nvmlDeviceGetUtilizationRates", /*required=*/false) &&
                         api->Resolve(&api->by_uuid, "nvmlDeviceGetHandleByUUID") &&
-                        api->Resolve(&api->processes, "nvmlDeviceGetComputeRunningProcesses_v3", /*required=*/false);
+                        api->Resolve(&api->processes, "nvmlDeviceGetComputeRunningProcesses_v3", /*required=*/false) &&
+                        api->Resolve(&api->process_utilization, "nvmlDeviceGetProcessUtilization", /*required=*/false);
   if (!resolved) {
     dlclose(api->handle);
     return Status::Unavailable("libnvidia-ml.so.1 lacks an entry point the agent needs");
@@ -109,6 +114,45 @@ Result<std::vector<GpuProcess>> NvmlClient::Processes(const std::string& uuid) c
     return processes;
   }
   return Status::Unavailable("the process list of " + uuid + " keeps growing");
+}
+
+Result<std::vector<ProcessBusy>> NvmlClient::ProcessUtilization(const std::string& uuid, uint64_t since_us,
+                                                                uint64_t* newest_us) const {
+  if (api_->process_utilization == nullptr) return Status::Unavailable("this NVML reports no per-process utilization");
+  nvmlDevice_t device = nullptr;
+  if (api_->by_uuid(uuid.c_str(), &device) != NVML_SUCCESS) return Status::NotFound("NVML does not know " + uuid);
+  unsigned count = 0;
+  nvmlReturn_t rc = api_->process_utilization(device, nullptr, &count, since_us);
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+    count += 16;  // room for processes that appear between the two calls
+    samples.resize(count);
+    rc = api_->process_utilization(device, samples.data(), &count, since_us);
+  }
+  if (rc == NVML_ERROR_NOT_FOUND || (rc == NVML_SUCCESS && count == 0)) return std::vector<ProcessBusy>();
+  if (rc != NVML_SUCCESS || count > samples.size()) {
+    return Status::Unavailable("NVML could not report the per-process utilization of " + uuid);
+  }
+  std::vector<std::pair<uint64_t, unsigned>> sums;  // pid → (sum, samples), in `pids` order
+  std::vector<int> pids;
+  for (unsigned i = 0; i < count; ++i) {
+    const nvmlProcessUtilizationSample_t& sample = samples[i];
+    *newest_us = std::max<uint64_t>(*newest_us, sample.timeStamp);
+    const auto at = std::find(pids.begin(), pids.end(), static_cast<int>(sample.pid));
+    if (at == pids.end()) {
+      pids.push_back(static_cast<int>(sample.pid));
+      sums.emplace_back(std::min(sample.smUtil, 100u), 1);
+    } else {
+      auto& [sum, n] = sums[static_cast<std::size_t>(at - pids.begin())];
+      sum += std::min(sample.smUtil, 100u);
+      ++n;
+    }
+  }
+  std::vector<ProcessBusy> busy;
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    busy.push_back({pids[i], static_cast<unsigned>(sums[i].first / sums[i].second)});
+  }
+  return busy;
 }
 
 }  // namespace fgpu::agent

@@ -30,6 +30,12 @@ struct GpuProcess {
   uint64_t used_bytes = 0;  // NVML's per-process device memory
 };
 
+// How busy a process kept the GPU's SMs, as the driver measured it (not as anyone reported it).
+struct ProcessBusy {
+  int pid = 0;
+  unsigned sm_percent = 0;  // of the whole GPU, averaged over the samples read
+};
+
 class NvmlClient {
  public:
   static Result<std::shared_ptr<NvmlClient>> Load();
@@ -40,6 +46,12 @@ class NvmlClient {
   Result<std::vector<GpuState>> Gpus() const;
   // The processes using the GPU `uuid` and their memory (nvmlDeviceGetComputeRunningProcesses_v3).
   Result<std::vector<GpuProcess>> Processes(const std::string& uuid) const;
+  // Each process's SM utilization over the samples newer than `since_us` (CPU time, µs; 0: the
+  // driver's last period), averaged per process (nvmlDeviceGetProcessUtilization); `*newest_us`
+  // gets the newest sample's time, for the next call. Unavailable where the driver does not
+  // report it (MIG, some GPUs).
+  Result<std::vector<ProcessBusy>> ProcessUtilization(const std::string& uuid, uint64_t since_us,
+                                                      uint64_t* newest_us) const;
 
  private:
   struct Api;

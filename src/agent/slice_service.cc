@@ -179,6 +179,13 @@ Status SliceService::Restore() {
     if (Status status = WriteDirectory(record); !status.ok()) return status;
   }
   RemoveOrphans();
+  Result<std::vector<std::tuple<std::string, int64_t, uint64_t>>> members = store_->Members();
+  if (!members.ok()) return members.status();
+  std::map<std::string, std::vector<Member>> by_slice;
+  for (const auto& [slice, pid, start_time] : *members) {
+    by_slice[slice].push_back({static_cast<pid_t>(pid), start_time});
+  }
+  for (auto& [slice, list] : by_slice) membership_->Restore(slice, std::move(list));
   return Status::Ok();
 }
 
@@ -472,20 +479,37 @@ void SliceService::PlaceQueuedLocked() {
   }
 }
 
-// Whether a process of the slice still runs: one its ledger lists that is alive and runs as the
-// slice's owner (a ledger is its owner's to write: another user's pid planted there, or a dead
-// one, keeps nothing alive). The agent only reads the ledger; the workloads reap it.
-bool SliceService::HasLiveProcess(const SliceRecord& slice) {
-  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
-  if (!admin.ok()) return false;
-  for (const slice::ProcessUsage& process : admin->Usage().processes) {
-    if (slice::IsProcessDead(process.pid, process.start_time)) continue;
-    const std::optional<ProcessFacts> facts = ReadProcess(process.pid);
-    if (!facts || facts->start_time != process.start_time || facts->zombie) continue;
-    if (slice.owner_uid >= 0 && !facts->RunsAs(static_cast<uid_t>(slice.owner_uid))) continue;
-    return true;
+// Whether a process of the slice still runs: one its ledger lists or its cgroup holds that proves
+// to be a member (membership.h). A ledger is its owner's to write: a pid planted there, another
+// user's or a dead one, keeps nothing alive. The agent only reads the ledger; workloads reap it.
+bool SliceService::HasLiveProcess(const SliceRecord& slice) const {
+  std::vector<std::pair<pid_t, uint64_t>> candidates;
+  if (Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir); admin.ok()) {
+    for (const slice::ProcessUsage& process : admin->Usage().processes) {
+      candidates.emplace_back(process.pid, process.start_time);
+    }
+  }
+  for (pid_t pid : membership_->CgroupProcesses(slice.id)) candidates.emplace_back(pid, 0);
+  for (const auto& [pid, start_time] : candidates) {
+    const std::optional<ProcessFacts> facts = ReadProcess(pid);
+    if (!facts || (start_time != 0 && facts->start_time != start_time)) continue;
+    if (membership_->BelongsTo(*facts, slice)) return true;
   }
   return false;
+}
+
+Result<std::string> SliceService::Join(const std::string& id, pid_t pid) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
+  if (it == slices_.end()) return Status::NotFound("no slice " + id);
+  const std::optional<ProcessFacts> facts = ReadProcess(pid);
+  if (!facts || facts->zombie) return Status::NotFound("process " + std::to_string(pid) + " is gone");
+  if (Status stored = store_->AddMember(id, facts->pid, facts->start_time); !stored.ok()) return stored;
+  if (Status joined = membership_->Join(*it, *facts); !joined.ok()) {
+    std::cerr << "fgpu agent: slice " << id << ": " << joined.message() << " (membership by process tree only)"
+              << std::endl;
+  }
+  return it->labels.job.empty() ? membership_->CgroupPathOf(id) : std::string();
 }
 
 std::vector<std::string> SliceService::Reap() {
@@ -583,6 +607,7 @@ Status SliceService::DeleteLocked(const std::string& id) {
   if (admin.ok()) (void)admin->Remove();
   std::error_code ignored;
   std::filesystem::remove_all(it->dir, ignored);
+  membership_->Forget(id);
   slices_.erase(it);
   return Status::Ok();
 }

@@ -27,6 +27,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -36,6 +37,7 @@
 
 #include <sys/types.h>
 
+#include "agent/membership.h"
 #include "agent/nvml_client.h"
 #include "agent/slice_record.h"
 #include "agent/store.h"
@@ -119,6 +121,14 @@ class SliceService {
   Status Delete(const std::string& id);
   std::vector<GpuRoom> Rooms() const;
   int QueueLength() const;
+  // Which processes belong to which slice (membership.h); by default without cgroups.
+  void SetMembership(std::shared_ptr<Membership> membership) { membership_ = std::move(membership); }
+  const Membership& membership() const { return *membership_; }
+  void PruneMembers() { membership_->Prune(); }
+  void CloseMembership() { membership_->Close(); }
+  // Makes process `pid` a member of slice `id` (moved into its cgroup, recorded in the store).
+  // Returns the slice's cgroup path ("" when none). NotFound: no such slice or process.
+  Result<std::string> Join(const std::string& id, pid_t pid);
   // The exclusive switch: an exclusive GPU takes no new slices (those on it stay). Persisted.
   Status SetExclusive(const std::string& gpu, bool exclusive);
   // Stop-loss's fence: while `why` is not empty no new slice is placed on the GPU (those on it
@@ -166,7 +176,7 @@ class SliceService {
   Status WriteDirectory(const SliceRecord& record) const;
   void SecureDirectory(const SliceRecord& record) const;
   static std::optional<slice::FileOwner> LedgerOwner(const SliceRecord& record);
-  static bool HasLiveProcess(const SliceRecord& slice);
+  bool HasLiveProcess(const SliceRecord& slice) const;
   void RemoveOrphans() const;
   std::string NewId();
 
@@ -182,6 +192,7 @@ class SliceService {
   std::set<std::string> exclusive_;  // GPU uuids
   std::map<std::string, std::string> fenced_;  // GPU uuid -> why
   std::vector<PendingRelease> pending_releases_;
+  std::shared_ptr<Membership> membership_ = std::make_shared<Membership>("", "");
   int64_t retention_ms_ = 0;
 };
 

@@ -15,19 +15,6 @@
 namespace fgpu::agent {
 namespace {
 
-// The FGPU_SLICE of a process, from /proc/<pid>/environ ("" when unreadable or unset).
-std::string SliceDirOf(int pid) {
-  std::ifstream environ("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
-  const std::string key = "FGPU_SLICE=";
-  for (std::size_t at = 0; at < all.size();) {
-    const std::size_t end = std::min(all.find('\0', at), all.size());
-    if (all.compare(at, key.size(), key) == 0) return all.substr(at + key.size(), end - at - key.size());
-    at = end + 1;
-  }
-  return "";
-}
-
 // Lowest tier first (batch < standard < latency), then the newest: who is evicted first.
 bool EvictedBefore(const SliceRecord& a, const SliceRecord& b) {
   if (a.tier != b.tier) return static_cast<int>(a.tier) < static_cast<int>(b.tier);
@@ -50,69 +37,72 @@ StopLossCounters StopLoss::Counters() const {
   return counters_;
 }
 
-std::vector<pid_t> StopLoss::ProcessesOf(const SliceRecord& slice) const {
-  std::vector<pid_t> pids;
+std::vector<ProcessFacts> StopLoss::ProcessesOf(const SliceRecord& slice) const {
+  std::vector<pid_t> candidates;
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
   if (admin.ok()) {
-    for (const slice::ProcessUsage& process : admin->Usage().processes) pids.push_back(process.pid);
+    for (const slice::ProcessUsage& process : admin->Usage().processes) candidates.push_back(process.pid);
   }
-  // Processes that name the slice but never attached (the interposer bypassed or disabled).
-  if (DIR* proc = opendir("/proc")) {
-    while (dirent* entry = readdir(proc)) {
-      const int pid = std::atoi(entry->d_name);
-      if (pid > 0 && SliceDirOf(pid) == slice.dir && std::find(pids.begin(), pids.end(), pid) == pids.end()) {
-        pids.push_back(pid);
-      }
-    }
-    closedir(proc);
-  }
-  return pids;
+  return slices_->membership().ProcessesOf(slice, candidates);
 }
 
-std::map<int, std::string> StopLoss::Attribute(const std::vector<GpuProcess>& processes,
-                                                const std::vector<SliceRecord>& slices,
+std::map<int, std::string> StopLoss::Attribute(const std::vector<int>& pids, const std::vector<SliceRecord>& slices,
                                                 std::map<std::string, uint64_t>* charged) const {
-  std::map<std::string, std::string> slice_by_dir;
-  for (const SliceRecord& slice : slices) slice_by_dir[slice.dir] = slice.id;
-  std::map<int, std::string> owner;
   for (const SliceRecord& slice : slices) {
     Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir);
     if (!admin.ok()) continue;
     const slice::UsageSnapshot usage = admin->Usage();
     (*charged)[slice.id] = usage.used.empty() ? 0 : usage.used[0];
-    for (const slice::ProcessUsage& process : usage.processes) owner[process.pid] = slice.id;
   }
-  for (const GpuProcess& process : processes) {
-    if (owner.count(process.pid) != 0) continue;
-    const auto found = slice_by_dir.find(SliceDirOf(process.pid));
-    if (found != slice_by_dir.end()) owner[process.pid] = found->second;
+  std::map<int, std::string> owner;
+  for (int pid : pids) {
+    if (owner.count(pid) != 0) continue;
+    const std::optional<ProcessFacts> facts = ReadProcess(pid);
+    if (!facts) continue;  // gone since NVML listed it
+    owner[pid] = "";
+    for (const SliceRecord& slice : slices) {
+      if (slices_->membership().BelongsTo(*facts, slice)) {
+        owner[pid] = slice.id;
+        break;
+      }
+    }
   }
   return owner;
+}
+
+void StopLoss::Signal(const std::vector<ProcessFacts>& members, int signal) {
+  for (const ProcessFacts& member : members) {
+    if (!SignalExactly(member.pid, member.start_time, signal)) counters_.signals_refused++;
+  }
 }
 
 void StopLoss::Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms) {
   if (std::any_of(evictions_.begin(), evictions_.end(), [&](const Eviction& e) { return e.slice == slice.id; })) return;
   std::cerr << "fgpu agent: evicting slice " << slice.id << " (tenant " << slice.tenant << "): " << why << std::endl;
-  for (pid_t pid : ProcessesOf(slice)) kill(pid, SIGTERM);
-  evictions_.push_back({slice.id, now_ms + policy_.grace_ms});
+  std::vector<ProcessFacts> members = ProcessesOf(slice);
+  Signal(members, SIGTERM);
+  evictions_.push_back({slice.id, now_ms + policy_.grace_ms, std::move(members)});
   counters_.evictions++;
 }
 
 void StopLoss::FinishEvictions(int64_t now_ms) {
   std::vector<Eviction> pending;
-  for (const Eviction& eviction : evictions_) {
+  for (Eviction& eviction : evictions_) {
     Result<SliceRecord> slice = slices_->Get(eviction.slice);
     if (!slice.ok()) continue;  // gone: its fgpu run released it
-    const std::vector<pid_t> pids = ProcessesOf(*slice);
-    const bool alive = std::any_of(pids.begin(), pids.end(), [](pid_t pid) {
-      const uint64_t start = slice::ReadStartTime(pid);
-      return start != 0 && !slice::IsProcessDead(pid, start);
-    });
-    if (alive && now_ms < eviction.kill_at_ms) {
-      pending.push_back(eviction);
+    // The members found at SIGTERM and any that appeared since, each checked again.
+    std::vector<ProcessFacts> members = ProcessesOf(*slice);
+    for (const ProcessFacts& earlier : eviction.members) {
+      const std::optional<ProcessFacts> now = ReadProcess(earlier.pid);
+      const bool listed = std::any_of(members.begin(), members.end(), [&](const ProcessFacts& m) { return m.pid == earlier.pid; });
+      if (!listed && now && now->start_time == earlier.start_time && !now->zombie) members.push_back(earlier);
+    }
+    if (!members.empty() && now_ms < eviction.kill_at_ms) {
+      eviction.members = std::move(members);
+      pending.push_back(std::move(eviction));
       continue;
     }
-    for (pid_t pid : pids) kill(pid, SIGKILL);
+    Signal(members, SIGKILL);
     (void)slices_->Delete(eviction.slice);
   }
   evictions_ = std::move(pending);
@@ -163,12 +153,16 @@ void StopLoss::Tick(int64_t now_ms) {
   const std::vector<SliceRecord> slices = slices_->List();
   starvation_.Retain(slices);
   counters_.unaccounted_bytes.clear();
+  std::erase_if(counters_.measured_busy_ns, [&](const auto& entry) {
+    return std::none_of(slices.begin(), slices.end(), [&](const SliceRecord& s) { return s.id == entry.first; });
+  });
   for (const GpuState& gpu : *gpus) {
     std::vector<SliceRecord> here;
     for (const SliceRecord& slice : slices) {
       if (slice.gpu_uuid == gpu.uuid) here.push_back(slice);
     }
-    CheckBypass(gpu, here, now_ms);  // first: a bypasser is the culprit, evicted before anyone else
+    CheckCompute(gpu, here, now_ms);  // first: starvation and overuse read what it measured
+    CheckBypass(gpu, here, now_ms);   // then: a bypasser is the culprit, evicted before anyone else
     (void)slices_->SetFenced(gpu.uuid, CheckGpu(gpu, here, now_ms));  // the service keeps it (GpuRoom::fenced)
   }
 }
@@ -176,12 +170,15 @@ void StopLoss::Tick(int64_t now_ms) {
 void StopLoss::CheckBypass(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms) {
   Result<std::vector<GpuProcess>> processes = nvml_->Processes(gpu.uuid);
   if (!processes.ok()) return;
+  std::vector<int> pids;
+  for (const GpuProcess& process : *processes) pids.push_back(process.pid);
   std::map<std::string, uint64_t> charged;  // what each slice's ledger holds
-  const std::map<int, std::string> owner = Attribute(*processes, here, &charged);
+  const std::map<int, std::string> owner = Attribute(pids, here, &charged);
+  CheckUnattributed(gpu, pids, owner);
   std::map<std::string, uint64_t> seen;
   for (const GpuProcess& process : *processes) {
     const auto it = owner.find(process.pid);
-    if (it != owner.end()) seen[it->second] += process.used_bytes;
+    if (it != owner.end() && !it->second.empty()) seen[it->second] += process.used_bytes;
   }
   for (const SliceRecord& slice : here) {
     counters_.unaccounted_bytes[slice.id] =
@@ -198,8 +195,96 @@ void StopLoss::CheckBypass(const GpuState& gpu, const std::vector<SliceRecord>& 
   }
 }
 
+// A process on a GPU with slices that belongs to none: a program started outside fgpu (or one
+// that left its slice's process tree and cgroup). It shares the GPU unenforced.
+void StopLoss::CheckUnattributed(const GpuState& gpu, const std::vector<int>& pids,
+                                 const std::map<int, std::string>& owner) {
+  int now = 0;
+  for (int pid : pids) {
+    const auto it = owner.find(pid);
+    if (it == owner.end() || !it->second.empty()) continue;  // gone, or a slice's
+    const std::optional<ProcessFacts> facts = ReadProcess(pid);
+    if (!facts) continue;
+    ++now;
+    const auto known = unattributed_known_.find(pid);
+    if (known == unattributed_known_.end() || known->second != facts->start_time) {
+      unattributed_known_[pid] = facts->start_time;
+      counters_.unattributed_seen++;
+      std::cerr << "fgpu agent: process " << pid << " (uid " << facts->real_uid << ") uses " << gpu.uuid
+                << " outside every slice" << (policy_.unattributed == StopLossPolicy::Unattributed::kKill ? ": killed" : "")
+                << std::endl;
+    }
+    if (policy_.unattributed == StopLossPolicy::Unattributed::kKill) {
+      if (SignalExactly(facts->pid, facts->start_time, SIGKILL)) {
+        counters_.unattributed_killed++;
+      } else {
+        counters_.signals_refused++;
+      }
+    }
+  }
+  counters_.unattributed_now[gpu.uuid] = now;
+  std::erase_if(unattributed_known_, [](const auto& entry) {
+    const std::optional<ProcessFacts> facts = ReadProcess(entry.first);
+    return !facts || facts->start_time != entry.second;
+  });
+}
+
+void StopLoss::CheckCompute(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms) {
+  GpuWatch& watch = watches_[gpu.uuid];
+  const int64_t elapsed_ms = watch.last_tick_ms == 0 ? 0 : now_ms - watch.last_tick_ms;
+  watch.last_tick_ms = now_ms;
+  Result<std::vector<ProcessBusy>> busy = nvml_->ProcessUtilization(gpu.uuid, watch.last_sample_us, &watch.last_sample_us);
+  if (!busy.ok() || here.empty()) return;
+  std::vector<int> pids;
+  for (const ProcessBusy& process : *busy) pids.push_back(process.pid);
+  std::map<std::string, uint64_t> ignored;
+  const std::map<int, std::string> owner = Attribute(pids, here, &ignored);
+  std::map<std::string, unsigned> percent;
+  for (const ProcessBusy& process : *busy) {
+    const auto it = owner.find(process.pid);
+    if (it != owner.end() && !it->second.empty()) percent[it->second] = std::min(100u, percent[it->second] + process.sm_percent);
+  }
+  for (const SliceRecord& slice : here) {
+    const unsigned used = percent[slice.id];
+    counters_.measured_busy_ns[slice.id] += static_cast<uint64_t>(elapsed_ms) * 1'000'000 * used / 100;
+    std::vector<unsigned>& window = watch.window[slice.id];
+    window.push_back(used);
+    if (window.size() > 64) window.erase(window.begin());
+    int& over = watch.over_cap_ticks[slice.id];
+    const bool over_cap = slice.compute_mode == slice::ComputeMode::kCap && used > slice.compute_share + policy_.overuse_margin;
+    over = over_cap ? over + 1 : 0;
+    if (over < policy_.overuse_ticks) continue;
+    over = 0;
+    counters_.bypasses++;
+    counters_.compute_bypasses++;
+    const std::string why = "its processes kept " + std::to_string(used) + " % of " + gpu.uuid + "'s SMs for " +
+                            std::to_string(policy_.overuse_ticks) + " checks, over its cap of " +
+                            std::to_string(slice.compute_share) + " % (interposer bypassed)";
+    if (policy_.bypass == StopLossPolicy::Bypass::kEvict) {
+      Evict(slice, why, now_ms);
+    } else {
+      std::cerr << "fgpu agent: bypass alert, slice " << slice.id << ": " << why << std::endl;
+    }
+  }
+  std::erase_if(watch.window, [&](const auto& entry) {
+    return std::none_of(here.begin(), here.end(), [&](const SliceRecord& s) { return s.id == entry.first; });
+  });
+}
+
+int StopLoss::MeasuredPercent(const std::string& gpu_uuid, const std::string& slice_id, int ticks) const {
+  const auto watch = watches_.find(gpu_uuid);
+  if (watch == watches_.end()) return -1;
+  const auto window = watch->second.window.find(slice_id);
+  if (window == watch->second.window.end() || window->second.empty()) return -1;
+  const std::vector<unsigned>& samples = window->second;
+  const std::size_t n = std::min<std::size_t>(samples.size(), static_cast<std::size_t>(std::max(ticks, 1)));
+  unsigned sum = 0;
+  for (std::size_t i = samples.size() - n; i < samples.size(); ++i) sum += samples[i];
+  return static_cast<int>(sum / n);
+}
+
 std::string StopLoss::CheckGpu(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms) {
-  const std::string starved = CheckStarvation(here, now_ms);
+  const std::string starved = CheckStarvation(gpu, here, now_ms);
   const uint64_t free = gpu.memory_total > gpu.memory_used ? gpu.memory_total - gpu.memory_used : 0;
   if (policy_.min_free_bytes == 0 || free >= policy_.min_free_bytes) return starved;
   const std::string why = FormatByteSize(free) + " free, under the threshold of " + FormatByteSize(policy_.min_free_bytes);
@@ -209,12 +294,22 @@ std::string StopLoss::CheckGpu(const GpuState& gpu, const std::vector<SliceRecor
   return why;
 }
 
-std::string StopLoss::CheckStarvation(const std::vector<SliceRecord>& here, int64_t now_ms) {
+std::string StopLoss::CheckStarvation(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms) {
   if (!compute_ || policy_.starved_below <= 0) return "";
   std::string fence;
   for (const SliceRecord& slice : here) {
-    const StarvationVerdict verdict = starvation_.Observe(slice, compute_(slice), now_ms);
+    StarvationVerdict verdict = starvation_.Observe(slice, compute_(slice), now_ms);
     if (!verdict.starved) continue;
+    // The board is the slices' own report: act against another tenant only when the driver
+    // agrees — the slice got under the threshold by NVML's measure too, and the GPU was busy.
+    const int ticks = static_cast<int>(std::max<int64_t>(policy_.starve_window_ms / 1000, 1));
+    const int measured = MeasuredPercent(slice.gpu_uuid, slice.id, ticks);
+    const bool confirmed = measured >= 0 && measured < policy_.starved_below * slice.compute_share &&
+                           gpu.utilization_pct >= 50;
+    if (!confirmed) {
+      if (verdict.decided) counters_.starvations_unconfirmed++;
+      continue;
+    }
     const std::string why = "slice " + slice.id + " (" + slice::ToString(slice.tier) + ") starved: " +
                             Percent(verdict.achieved) + " of the GPU against a share of " +
                             std::to_string(slice.compute_share) + " %";

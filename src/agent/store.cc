@@ -10,7 +10,8 @@ namespace {
 
 // 1: slices, usage_records, exclusive_gpus. 2: job, user_name and account on slices and usage
 // records (batch-system jobs, docs/slurm.md); a version-1 database is migrated at open.
-constexpr int kSchemaVersion = 2;
+// 3: slice_members, the processes that joined each slice (a new table: nothing to migrate).
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS slices (
@@ -48,6 +49,12 @@ CREATE TABLE IF NOT EXISTS usage_records (
   account TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS usage_by_end ON usage_records (end_unix_ms);
+CREATE TABLE IF NOT EXISTS slice_members (
+  slice_id TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  start_time INTEGER NOT NULL,
+  PRIMARY KEY (slice_id, pid, start_time)
+);
 CREATE TABLE IF NOT EXISTS exclusive_gpus (gpu_uuid TEXT PRIMARY KEY);
 )sql";
 
@@ -217,9 +224,42 @@ Status Store::PutSlice(const SliceRecord& slice) {
   });
 }
 
+Status Store::AddMember(const std::string& slice_id, int64_t pid, uint64_t start_time) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return Write([&] {
+    Statement insert(db_, "INSERT OR IGNORE INTO slice_members (slice_id, pid, start_time) VALUES (?, ?, ?);");
+    if (!insert.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+    BindText(insert.get(), 1, slice_id);
+    sqlite3_bind_int64(insert.get(), 2, pid);
+    sqlite3_bind_int64(insert.get(), 3, static_cast<sqlite3_int64>(start_time));
+    if (sqlite3_step(insert.get()) != SQLITE_DONE) {
+      return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+    }
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<std::tuple<std::string, int64_t, uint64_t>>> Store::Members() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement select(db_, "SELECT slice_id, pid, start_time FROM slice_members ORDER BY slice_id, pid;");
+  if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  std::vector<std::tuple<std::string, int64_t, uint64_t>> members;
+  while (sqlite3_step(select.get()) == SQLITE_ROW) {
+    members.emplace_back(Text(select.get(), 0), sqlite3_column_int64(select.get(), 1),
+                         static_cast<uint64_t>(sqlite3_column_int64(select.get(), 2)));
+  }
+  return members;
+}
+
 Status Store::DeleteSlice(const std::string& id) {
   std::lock_guard<std::mutex> lock(mutex_);
   return Write([&] {
+  Statement members(db_, "DELETE FROM slice_members WHERE slice_id = ?;");
+  if (!members.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  BindText(members.get(), 1, id);
+  if (sqlite3_step(members.get()) != SQLITE_DONE) {
+    return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  }
   Statement remove(db_, "DELETE FROM slices WHERE id = ?;");
   if (!remove.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   BindText(remove.get(), 1, id);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "agent/slice_record.h"
@@ -37,8 +38,11 @@ class Store {
 
   // Inserts or replaces the slice with this id.
   Status PutSlice(const SliceRecord& slice);
-  // NotFound when there is none.
+  // NotFound when there is none. Its members go with it.
   Status DeleteSlice(const std::string& id);
+  // A process that joined a slice (membership.h), kept across restarts.
+  Status AddMember(const std::string& slice_id, int64_t pid, uint64_t start_time);
+  Result<std::vector<std::tuple<std::string, int64_t, uint64_t>>> Members() const;
   Result<std::vector<SliceRecord>> Slices() const;
   // GPUs switched to exclusive mode (no new shared placements), by UUID.
   Status SetExclusive(const std::string& gpu_uuid, bool exclusive);

@@ -162,6 +162,14 @@ int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
   std::cerr << "fgpu run: slice " << id << " on " << slice["gpu"].get<std::string>() << " ("
             << FormatByteSize(slice["memory_bytes"].get<uint64_t>()) << ", " << slice["compute"].get<int>()
             << " % compute, " << slice["tier"].get<std::string>() << ")\n";
+  // This process joins the slice before it starts the workload, which inherits the membership
+  // (the slice's cgroup, and descent from a joined process): stop-loss signals members only.
+  int joined = 0;
+  Result<json> join = CallAgent(agent, "POST", "/v1/slices/" + id + "/join", "", &joined);
+  if (!join.ok() || joined != 200) {
+    std::cerr << "fgpu run: slice " << id << ": could not join it (" << (join.ok() ? ErrorText(*join) : join.status().message())
+              << "); the agent cannot evict the workload, only release the slice\n";
+  }
   const int exit_code = RunWorkload(
       options.command, WorkloadEnvironment(*hook, std::getenv("LD_PRELOAD"), slice["dir"], slice["gpu"]));
   int deleted = 0;

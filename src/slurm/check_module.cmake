@@ -3,7 +3,7 @@
 # src/slurm/README.md), and the module must load into srun and slurmstepd, which have no
 # sanitizer runtime and may have no (or another) libstdc++.
 set(expected plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_exit
-    slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init slurm_spank_user_init)
+    slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init)
 execute_process(COMMAND nm -D --defined-only ${MODULE} OUTPUT_VARIABLE symbols RESULT_VARIABLE failed)
 if(failed)
   message(FATAL_ERROR "nm -D failed on ${MODULE}")

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/units.h"
+
 namespace fgpu::slurm {
 namespace {
 
@@ -52,15 +54,34 @@ Result<PluginConfig> ParsePluginArgs(const std::vector<std::string>& args) {
         return Status::InvalidArgument("agent=" + checked.status().message());
       }
       config.agent_pattern = value;
+    } else if (key == "shards") {
+      if (value == "refuse") {
+        config.memory_per_shard = 0;
+      } else if (Result<uint64_t> bytes = ParseByteSize(value); bytes.ok() && *bytes > 0) {
+        config.memory_per_shard = *bytes;
+      } else {
+        return Status::InvalidArgument("shards='" + value + "': expected refuse or a size per shard such as 10GiB");
+      }
     } else if (key == "timeout_ms") {
       Result<int> timeout_ms = ParseTimeout(value);
       if (!timeout_ms.ok()) return timeout_ms.status();
       config.timeout_ms = *timeout_ms;
     } else {
-      return Status::InvalidArgument("unknown argument '" + arg + "' (expected agent=PATH or timeout_ms=N)");
+      return Status::InvalidArgument("unknown argument '" + arg + "' (expected agent=PATH, timeout_ms=N or shards=refuse|SIZE)");
     }
   }
   return config;
+}
+
+Result<SliceOptions> ShardDefault(const PluginConfig& config, uint64_t shards) {
+  if (config.memory_per_shard == 0) {
+    return Status::InvalidArgument("it has " + std::to_string(shards) +
+                                   " shard(s) of a GPU but asks no slice, and shards would share the GPU unenforced: "
+                                   "add --gpu-memory=SIZE (this node's fgpu plugin has shards=refuse)");
+  }
+  SliceOptions options;
+  options.memory_bytes = config.memory_per_shard * shards;
+  return options;
 }
 
 Result<std::string> AgentSocket(const PluginConfig& config, const std::string& node_name) {

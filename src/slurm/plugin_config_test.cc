@@ -47,3 +47,27 @@ TEST(PluginConfig, BadArgumentsAreNamed) {
 
 }  // namespace
 }  // namespace fgpu::slurm
+
+namespace fgpu::slurm {
+namespace {
+
+TEST(PluginConfig, AStepWithShardsGetsTheDefaultSliceOrARefusal) {
+  Result<PluginConfig> refuse = ParsePluginArgs({});
+  ASSERT_TRUE(refuse.ok());
+  const Result<SliceOptions> refused = ShardDefault(*refuse, 2);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("2 shard(s)"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("--gpu-memory"), std::string::npos);
+  Result<PluginConfig> sized = ParsePluginArgs({"shards=10GiB"});
+  ASSERT_TRUE(sized.ok()) << sized.status().message();
+  const Result<SliceOptions> options = ShardDefault(*sized, 3);
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(*options->memory_bytes, uint64_t{30} << 30);
+  EXPECT_TRUE(ParsePluginArgs({"shards=refuse"}).ok());
+  for (const char* bad : {"shards=", "shards=0", "shards=lots", "shards=off"}) {
+    EXPECT_FALSE(ParsePluginArgs({bad}).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace fgpu::slurm

@@ -40,6 +40,7 @@ std::string BuildSliceRequest(const SliceOptions& options, const std::string& gp
       {"gpu", gpu},
       {"release_on_exit", true},
       {"job", StepLabel(step.job_id, step.step_id)},
+      {"owner", step.uid},
   };
   const std::pair<const char*, std::string> names[] = {{"tenant", TenantOf(step)},
                                                       {"user", AgentName(step.user, true)},

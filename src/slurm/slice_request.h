@@ -14,9 +14,12 @@ inline constexpr uint32_t kInteractiveStep = 0xFFFFFFFA;
 inline constexpr uint32_t kBatchStep = 0xFFFFFFFB;
 inline constexpr uint32_t kExternStep = 0xFFFFFFFC;
 
+// Who the step is, from Slurm itself (spank items and slurmctld's job record), never from the
+// job's environment, which its user writes.
 struct StepIdentity {
   uint32_t job_id = 0;
   uint32_t step_id = 0;
+  uint32_t uid = 0;     // the job's user: the slice's owner
   std::string user;     // the job's user name
   std::string account;  // the job's account; empty when the job has none
 };
@@ -33,8 +36,9 @@ std::string AgentName(const std::string& name, bool allow_at_and_plus);
 std::string TenantOf(const StepIdentity& step);
 
 // {"memory": bytes, "compute"?: pct, "tier"?: t, "gpu": gpu, "tenant", "release_on_exit": true,
-//  "job", "user", "account"}: names as AgentName, and an empty one left out, as the agent asks
-// (docs/slurm.md; the agent's contract in docs/agent.md).
+//  "job", "user", "account", "owner": uid}: names as AgentName, and an empty one left out, as the
+// agent asks (docs/slurm.md; the agent's contract in docs/agent.md). The plugin asks as root in
+// slurmstepd, for the job's user: the agent holds the request to that user's rule.
 std::string BuildSliceRequest(const SliceOptions& options, const std::string& gpu, const StepIdentity& step);
 
 }  // namespace fgpu::slurm

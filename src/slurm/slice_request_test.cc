@@ -26,9 +26,9 @@ TEST(SliceRequest, BodyCarriesTheSliceAndTheJob) {
   SliceOptions options;
   ASSERT_TRUE(SetMemory("30GiB", options).ok());
   const json body = json::parse(
-      BuildSliceRequest(options, "1", {.job_id = 42, .step_id = kBatchStep, .user = "alice", .account = "physics"}));
+      BuildSliceRequest(options, "1", {.job_id = 42, .step_id = kBatchStep, .uid = 1001, .user = "alice", .account = "physics"}));
   EXPECT_EQ(body, json::parse(R"({"memory": 32212254720, "gpu": "1", "tenant": "physics", "release_on_exit": true,
-                                 "job": "42.batch", "user": "alice", "account": "physics"})"));
+                                 "job": "42.batch", "user": "alice", "account": "physics", "owner": 1001})"));
 }
 
 TEST(SliceRequest, ComputeAndTierOnlyWhenAsked) {
@@ -36,7 +36,7 @@ TEST(SliceRequest, ComputeAndTierOnlyWhenAsked) {
   ASSERT_TRUE(SetMemory("1GiB", options).ok());
   ASSERT_TRUE(SetCompute("25", options).ok());
   ASSERT_TRUE(SetTier("latency", options).ok());
-  const json body = json::parse(BuildSliceRequest(options, "0", {.job_id = 5, .step_id = 3, .user = "bob", .account = ""}));
+  const json body = json::parse(BuildSliceRequest(options, "0", {.job_id = 5, .step_id = 3, .uid = 1002, .user = "bob", .account = ""}));
   EXPECT_EQ(body["compute"], 25);
   EXPECT_EQ(body["tier"], "latency");
   EXPECT_EQ(body["tenant"], "bob");
@@ -58,7 +58,7 @@ TEST(SliceRequest, NamesAreMadeWhatTheAgentAccepts) {
 TEST(SliceRequest, OddBytesInANameDoNotThrow) {
   SliceOptions options;
   ASSERT_TRUE(SetMemory("1GiB", options).ok());
-  const std::string body = BuildSliceRequest(options, "0", {.job_id = 1, .step_id = 0, .user = "a\xff\xfe b", .account = ""});
+  const std::string body = BuildSliceRequest(options, "0", {.job_id = 1, .step_id = 0, .uid = 1003, .user = "a\xff\xfe b", .account = ""});
   EXPECT_TRUE(json::accept(body));
   EXPECT_EQ(json::parse(body)["user"], "a___b");
 }

@@ -7,11 +7,13 @@
 //                              (sbatch sees only registered options), reads plugstack.conf args
 //   option callbacks           srun/sbatch/salloc: validate, refuse a bad value (nonzero);
 //                              slurmstepd: store the value (a bad one refuses the step later)
-//   slurm_spank_init_post_opt  srun/sbatch/salloc: options that only make sense together
-//   slurm_spank_user_init      slurmstepd, once per step, privileges dropped to the job's user:
-//                              asks the node agent for the slice; never fails (a failure here
-//                              drains the node), it keeps the refusal for task_init instead
-//   slurm_spank_task_init      each task, before exec: puts the slice's variables in its env;
+//   slurm_spank_init_post_opt  srun/sbatch/salloc: options that only make sense together;
+//                              slurmstepd, once per step, as root: asks the node agent for the
+//                              slice for the job's user (an admin's request naming its owner,
+//                              with user and account from Slurm's job record); never fails (a
+//                              failure here drains the node), it keeps the refusal for task_init
+//   slurm_spank_task_init      each task, before exec, as the job's user: joins the slice (the
+//                              task becomes a proven member) and puts its variables in the env;
 //                              a step that asked for a slice and has none fails here, with the
 //                              reason (fail closed; the node stays healthy)
 //   slurm_spank_exit           slurmstepd, step end: releases the slice (bounded; a dead agent
@@ -26,6 +28,7 @@
 #include <vector>
 
 extern "C" {
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 }
 
@@ -137,13 +140,27 @@ std::string NodeName() {
   return {};
 }
 
-std::string UserName(spank_t sp, uid_t uid) {
+// The job's user by its uid (Slurm's S_JOB_UID), never by a variable the job sets.
+std::string UserName(uid_t uid) {
   passwd entry{};
   passwd* found = nullptr;
   std::vector<char> buffer(16384);
   if (getpwuid_r(uid, &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) return found->pw_name;
-  if (std::optional<std::string> user = JobEnv(sp, "SLURM_JOB_USER"); user && !user->empty()) return *user;
   return std::to_string(uid);
+}
+
+// The job's account from slurmctld's job record (slurmstepd runs as root and may read it); ""
+// when it cannot be read, which is logged: the slice is then billed to the user.
+std::string JobAccount(uint32_t job_id) {
+  job_info_msg_t* jobs = nullptr;
+  if (slurm_load_job(&jobs, job_id, SHOW_DETAIL) != SLURM_SUCCESS || jobs == nullptr) {
+    slurm_error("fgpu: cannot read job %u's record from slurmctld: its slice is billed to its user", job_id);
+    return {};
+  }
+  std::string account;
+  if (jobs->record_count > 0 && jobs->job_array[0].account != nullptr) account = jobs->job_array[0].account;
+  slurm_free_job_info_msg(jobs);
+  return account;
 }
 
 Result<slurm::StepFacts> GatherFacts(spank_t sp) {
@@ -154,8 +171,9 @@ Result<slurm::StepFacts> GatherFacts(spank_t sp) {
       spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
     return Status::Internal("cannot read the step's job id, step id or user from Slurm");
   }
-  facts.identity.user = UserName(sp, uid);
-  facts.identity.account = JobEnv(sp, "SLURM_JOB_ACCOUNT").value_or("");
+  facts.identity.uid = uid;
+  facts.identity.user = UserName(uid);
+  if (facts.identity.step_id != slurm::kExternStep) facts.identity.account = JobAccount(facts.identity.job_id);
   facts.gpus.step_gpus = JobEnv(sp, "SLURM_STEP_GPUS");
   facts.gpus.job_gpus = JobEnv(sp, "SLURM_JOB_GPUS");
   facts.gpus.cuda_visible_devices = JobEnv(sp, "CUDA_VISIBLE_DEVICES");
@@ -170,8 +188,14 @@ bool AdoptJobSlice(spank_t sp, PluginState& state, const slurm::StepFacts& facts
   const std::optional<std::string> marker = JobEnv(sp, slurm::kJobSliceEnv);
   const std::string id = marker ? slurm::JobSliceOf(*marker, facts.identity.job_id, NodeName()) : std::string();
   if (id.empty()) return false;
-  Result<slurm::GrantedSlice> slice = slurm::AdoptSlice(id, agent);
-  if (!slice.ok()) return false;  // gone or unreadable: a slice of its own
+  Result<slurm::GrantedSlice> slice = slurm::AdoptSlice(id, facts.identity, agent);
+  if (!slice.ok()) {  // gone, unreadable, or not this job's: a slice of its own
+    if (slice.status().code() == fgpu::StatusCode::kPermissionDenied) {
+      slurm_error("fgpu: step %s: %s=%s names %s; the step gets its own slice", label.c_str(), slurm::kJobSliceEnv,
+                  marker->c_str(), slice.status().message().c_str());
+    }
+    return false;
+  }
   state.slice = *slice;
   state.owned = false;
   slurm_info("fgpu: step %s: shares slice %s with its job's batch step", label.c_str(), id.c_str());
@@ -222,8 +246,49 @@ void ObtainSlice(spank_t sp, PluginState& state) {
              plan->summary.c_str(), facts->identity.user.c_str(), slurm::TenantOf(facts->identity).c_str());
 }
 
+// How many shards of a GPU Slurm gave the step on this node (gres/shard sets it); 0: none.
+uint64_t ShardsOnNode(spank_t sp) {
+  const std::optional<std::string> shards = JobEnv(sp, "SLURM_SHARDS_ON_NODE");
+  if (!shards) return 0;
+  uint64_t count = 0;
+  for (char c : *shards) {
+    if (c < '0' || c > '9') return 0;
+    count = count * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return count;
+}
+
+// A step with shards and no fgpu option of its own: the node's default slice, or a refusal kept
+// for task_init. True when the step now asks for a slice.
+bool ApplyShardDefault(spank_t sp, PluginState& state) {
+  const uint64_t shards = ShardsOnNode(sp);
+  if (shards == 0) return false;
+  uint32_t job = 0, step = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+      step == slurm::kExternStep) {
+    return false;
+  }
+  state.asked = true;
+  if (!state.config.ok()) return true;  // ObtainSlice gives the reason
+  Result<slurm::SliceOptions> options = slurm::ShardDefault(*state.config, shards);
+  if (options.ok()) {
+    state.options = *options;
+  } else {
+    state.option_error = options.status().message();
+  }
+  return true;
+}
+
 int ApplySlice(spank_t sp, const PluginState& state) {
   const slurm::GrantedSlice& slice = *state.slice;
+  // The task (this process, about to exec the user's program) becomes a member of the slice.
+  // Without it the caps still hold; only stop-loss could not tell its processes from others.
+  if (state.config.ok()) {
+    if (Status joined = slurm::JoinSlice(slice.id, slurm::UnixAgent(state.agent_socket, state.config->timeout_ms));
+        !joined.ok()) {
+      slurm_error("fgpu: %s", joined.message().c_str());
+    }
+  }
   slurm::EnvList env =
       slurm::MergeTaskEnv(slice.env, [sp](const std::string& name) { return JobEnv(sp, name.c_str()); });
   if (!state.job_slice_marker.empty()) env.emplace_back(slurm::kJobSliceEnv, state.job_slice_marker);
@@ -267,8 +332,15 @@ FGPU_SPANK_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   return 0;
 }
 
-FGPU_SPANK_EXPORT int slurm_spank_init_post_opt(spank_t, int, char**) {
+FGPU_SPANK_EXPORT int slurm_spank_init_post_opt(spank_t sp, int, char**) {
   try {
+    if (spank_context() == S_CTX_REMOTE) {
+      // slurmstepd, as root: the agent trusts the job's user and account it is told.
+      PluginState& state = State();
+      if (!state.asked) ApplyShardDefault(sp, state);
+      if (state.asked) ObtainSlice(sp, state);
+      return 0;  // never nonzero here: it would drain the node; task_init refuses the step
+    }
     if (!SubmitSide()) return 0;
     const PluginState& state = State();
     if (!state.options.Requested()) return 0;
@@ -287,21 +359,20 @@ FGPU_SPANK_EXPORT int slurm_spank_init_post_opt(spank_t, int, char**) {
   return 0;
 }
 
-FGPU_SPANK_EXPORT int slurm_spank_user_init(spank_t sp, int, char**) {
-  try {
-    PluginState& state = State();
-    if (spank_context() == S_CTX_REMOTE && state.asked) ObtainSlice(sp, state);
-  } catch (...) {
-    // task_init refuses a step that asked for a slice and has none, with or without a reason.
-  }
-  return 0;  // never nonzero: a failing user_init drains the node
-}
-
 // Fail closed: a step that asked for a slice runs only inside one.
 FGPU_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
   try {
     const PluginState& state = State();
-    if (!state.asked) return 0;
+    if (!state.asked) {
+      // Shards Slurm set up after the step started: no slice was made, so the GPU would be shared
+      // unenforced. Never run it so.
+      const uint64_t shards = ShardsOnNode(sp);
+      if (shards == 0) return 0;
+      slurm_error("fgpu: the step has %llu shard(s) of a GPU but no slice (SLURM_SHARDS_ON_NODE appeared after the "
+                  "step started): add --gpu-memory=SIZE",
+                  static_cast<unsigned long long>(shards));
+      return -1;
+    }
     if (state.slice) return ApplySlice(sp, state);
     slurm_error("fgpu: %s", state.refusal.empty() ? "internal error: the step has no slice" : state.refusal.c_str());
   } catch (...) {

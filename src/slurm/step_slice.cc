@@ -1,5 +1,7 @@
 #include "slurm/step_slice.h"
 
+#include <nlohmann/json.hpp>
+
 #include "core/units.h"
 #include "net/http_client.h"
 
@@ -59,10 +61,30 @@ std::string JobSliceOf(const std::string& marker, uint32_t job_id, const std::st
   return id.find_first_of("@/?# ") == std::string::npos ? id : std::string();
 }
 
-Result<GrantedSlice> AdoptSlice(const std::string& id, const AgentCall& agent) {
+Result<GrantedSlice> AdoptSlice(const std::string& id, const StepIdentity& step, const AgentCall& agent) {
   Result<net::HttpResponse> answer = agent("GET", "/v1/slices/" + id, "");
   if (!answer.ok()) return Status::Unavailable("cannot read the job's slice " + id + ": " + answer.status().message());
-  return ParseGetReply(answer->status, answer->body);
+  Result<GrantedSlice> slice = ParseGetReply(answer->status, answer->body);
+  if (!slice.ok()) return slice;
+  const nlohmann::json record = nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
+  const std::string job_prefix = std::to_string(step.job_id) + ".";
+  const bool this_job = record.is_object() && record.contains("job") && record["job"].is_string() &&
+                        record["job"].get<std::string>().rfind(job_prefix, 0) == 0;
+  const bool this_user = record.is_object() && record.contains("owner_uid") && record["owner_uid"].is_number_integer() &&
+                         record["owner_uid"].get<int64_t>() == static_cast<int64_t>(step.uid);
+  if (!this_job || !this_user) {
+    return Status::PermissionDenied("slice " + id + " is not a slice of job " + std::to_string(step.job_id) +
+                                    " and its user");
+  }
+  return slice;
+}
+
+Status JoinSlice(const std::string& id, const AgentCall& agent) {
+  Result<net::HttpResponse> answer = agent("POST", "/v1/slices/" + id + "/join", "");
+  if (!answer.ok()) return Status::Unavailable("cannot join slice " + id + ": " + answer.status().message());
+  if (answer->status == 200) return Status::Ok();
+  return Status::Internal("cannot join slice " + id + ": HTTP " + std::to_string(answer->status) + " " +
+                          answer->body.substr(0, 200));
 }
 
 Status ReleaseSlice(const std::string& id, const AgentCall& agent) {

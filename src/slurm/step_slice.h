@@ -53,8 +53,14 @@ std::string JobSliceMarker(uint32_t job_id, const std::string& node, const std::
 // The slice id in `marker` when it names this job on this node, else "" (another job's marker
 // leaked into an environment, or the step runs on another node: it gets its own slice).
 std::string JobSliceOf(const std::string& marker, uint32_t job_id, const std::string& node);
-// GET /v1/slices/{id}: the job's slice, to share. NotFound when it is gone.
-Result<GrantedSlice> AdoptSlice(const std::string& id, const AgentCall& agent);
+// GET /v1/slices/{id}: the job's slice, to share — only if the agent says it is this job's (its
+// "job" label is "<job_id>.<step>") and this user's (owner_uid): a marker in the environment is
+// the user's to write and could name any slice. NotFound when it is gone, PermissionDenied when
+// it is another job's.
+Result<GrantedSlice> AdoptSlice(const std::string& id, const StepIdentity& step, const AgentCall& agent);
+// POST /v1/slices/{id}/join from the task's own process (the kernel names it to the agent), so
+// the agent can tell the step's processes from any other: eviction signals members only.
+Status JoinSlice(const std::string& id, const AgentCall& agent);
 
 // DELETE /v1/slices/{id}: OK on 204 and on 404 (already gone: the agent's reaper was first).
 Status ReleaseSlice(const std::string& id, const AgentCall& agent);

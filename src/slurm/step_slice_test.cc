@@ -115,16 +115,38 @@ TEST(StepSlice, AJobsStepsOnTheBatchNodeFindTheBatchSlice) {
 }
 
 TEST(StepSlice, AdoptReadsTheSliceAndAGoneSliceIsNotFound) {
+  const StepIdentity step{.job_id = 12, .step_id = 0, .uid = 1001, .user = "alice", .account = ""};
   FakeAgent agent{.status = 200,
-                  .body = R"({"id":"s7","gpu":"GPU-1","env":{"FGPU_SLICE":"/d/s7","CUDA_VISIBLE_DEVICES":"GPU-1"}})",
+                  .body = R"({"id":"s7","gpu":"GPU-1","job":"12.batch","owner_uid":1001,)"
+                          R"("env":{"FGPU_SLICE":"/d/s7","CUDA_VISIBLE_DEVICES":"GPU-1"}})",
                   .calls = {}};
-  Result<GrantedSlice> slice = AdoptSlice("s7", agent.Call());
+  Result<GrantedSlice> slice = AdoptSlice("s7", step, agent.Call());
   ASSERT_TRUE(slice.ok()) << slice.status().message();
   EXPECT_EQ(slice->id, "s7");
   EXPECT_EQ(agent.calls.back().substr(0, 17), "GET /v1/slices/s7");
   agent.status = 404;
   agent.body = R"({"error":"no slice s7"})";
-  EXPECT_EQ(AdoptSlice("s7", agent.Call()).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(AdoptSlice("s7", step, agent.Call()).status().code(), StatusCode::kNotFound);
+}
+
+// The marker is in the job's environment, which its user writes: it may name any slice.
+TEST(StepSlice, AdoptRefusesASliceOfAnotherJobOrUser) {
+  const StepIdentity step{.job_id = 12, .step_id = 0, .uid = 1001, .user = "alice", .account = ""};
+  for (const char* body : {R"({"id":"s7","gpu":"G","job":"13.batch","owner_uid":1001,"env":{"FGPU_SLICE":"/d"}})",
+                           R"({"id":"s7","gpu":"G","job":"123.batch","owner_uid":1001,"env":{"FGPU_SLICE":"/d"}})",
+                           R"({"id":"s7","gpu":"G","job":"12.batch","owner_uid":1002,"env":{"FGPU_SLICE":"/d"}})",
+                           R"({"id":"s7","gpu":"G","owner_uid":1001,"env":{"FGPU_SLICE":"/d"}})"}) {
+    FakeAgent agent{.status = 200, .body = body, .calls = {}};
+    EXPECT_EQ(AdoptSlice("s7", step, agent.Call()).status().code(), StatusCode::kPermissionDenied) << body;
+  }
+}
+
+TEST(StepSlice, TheTaskJoinsItsSlice) {
+  FakeAgent agent{.status = 200, .body = R"({"slice":"s7","pid":42,"cgroup":""})", .calls = {}};
+  EXPECT_TRUE(JoinSlice("s7", agent.Call()).ok());
+  EXPECT_EQ(agent.calls.back().substr(0, 24), "POST /v1/slices/s7/join ");
+  agent.status = 403;
+  EXPECT_FALSE(JoinSlice("s7", agent.Call()).ok());
 }
 
 class ScratchDir {

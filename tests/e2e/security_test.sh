@@ -319,4 +319,138 @@ case_full_disk() {
   expect_body_contains "\"key\":\"$VICTIM_SLICE\""
 }
 
+case_files_of_another_user() {
+  start_agent
+  victim_slice
+  [ "$(stat -c '%a %u' "$VICTIM_DIR")" = "755 0" ] || fail "slice directory: $(stat -c '%a %u' "$VICTIM_DIR")"
+  [ "$(stat -c '%a %u' "$VICTIM_DIR/limits")" = "644 0" ] || fail "limits: $(stat -c '%a %u' "$VICTIM_DIR/limits")"
+  [ "$(stat -c '%a %u' "$VICTIM_DIR/ledger")" = "600 $VICTIM" ] || fail "ledger: $(stat -c '%a %u' "$VICTIM_DIR/ledger")"
+  before=$(md5sum <"$VICTIM_DIR/ledger")
+  as "$ATTACKER" sh -c ': >>"$1"' sh "$VICTIM_DIR/ledger" 2>/dev/null && fail "the attacker opened the victim's ledger"
+  as "$ATTACKER" truncate -s 0 "$VICTIM_DIR/ledger" 2>/dev/null && fail "the attacker truncated the victim's ledger"
+  as "$ATTACKER" sh -c ': >>"$1"' sh "$VICTIM_DIR/limits" 2>/dev/null && fail "the attacker opened the limits"
+  as "$ATTACKER" rm -f "$VICTIM_DIR/ledger" 2>/dev/null
+  as "$ATTACKER" touch "$VICTIM_DIR/planted" 2>/dev/null && fail "the attacker made a file in the slice directory"
+  [ "$(md5sum <"$VICTIM_DIR/ledger")" = "$before" ] || fail "the victim's ledger changed"
+  # The owner may wreck its own ledger (its own workloads then fail closed); the agent, which
+  # reads it, neither crashes nor trusts it: the slice reads as degraded.
+  size=$(stat -c %s "$VICTIM_DIR/ledger")
+  as "$VICTIM" truncate -s 0 "$VICTIM_DIR/ledger" || fail "the owner cannot truncate its ledger"
+  as "$VICTIM" truncate -s "$size" "$VICTIM_DIR/ledger"
+  unix_call "$VICTIM" GET "/v1/slices?usage=1"
+  expect_code 200
+  expect_body_contains '"ledger_readable":false'
+  expect_body_contains '"ledger_problem":'
+  unix_call 0 GET /metrics
+  expect_code 200
+  expect_body_contains "fgpu_slice_ledger_readable{slice=\"$VICTIM_SLICE\""
+  unix_call 0 GET /v1/health
+  expect_code 200
+}
+
+# A pid the attacker writes into its own ledger — another user's process, a root process — and
+# then its slice is preempted: only the slice's proven members are signalled.
+case_planted_pid() {
+  printf '{"stop_loss": {"grace_s": 1}}\n' >"$SCRATCH/agent.json"
+  start_agent --config "$SCRATCH/agent.json"
+  # setpriv execs sleep: $! is the victim's process itself (a shell function would fork a subshell).
+  setpriv --reuid "$VICTIM" --regid "$VICTIM" --clear-groups -- sleep 60 &
+  victim_sleeper=$!
+  PIDS="$PIDS $victim_sleeper"
+  sleep 60 &
+  root_sleeper=$!
+  PIDS="$PIDS $root_sleeper"
+  unix_call "$ATTACKER" POST /v1/slices '{"memory":"12GiB","tier":"batch","gpu":"0"}'
+  expect_code 201
+  attacker_slice=$(field "$BODY" id)
+  attacker_dir=$(field "$BODY" dir)
+  # The attacker's own workload joins its slice: a proven member, which eviction must reach.
+  mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
+  as "$ATTACKER" "$PYTHON" -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"POST /v1/slices/%s/join HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n" % sys.argv[2].encode())
+answer = s.recv(65536)
+open(sys.argv[3], "w").write("%d %s" % (os.getpid(), answer.split()[1].decode()))
+time.sleep(30)' "$STATE/agent.sock" "$attacker_slice" "$SCRATCH/attacker/joined" &
+  PIDS="$PIDS $!"
+  waited=0
+  until [ -s "$SCRATCH/attacker/joined" ]; do
+    [ "$waited" -lt 100 ] || fail "the attacker's workload did not join"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  read -r attacker_member join_code <"$SCRATCH/attacker/joined"
+  [ "$join_code" = 200 ] || fail "join answered $join_code"
+  # Plant the victim's and root's processes in the attacker's ledger as live slots 0 and 1, with
+  # their real start times (anyone can read them in /proc).
+  as "$ATTACKER" "$PYTHON" -c '
+import struct, sys
+ledger, pids = sys.argv[1], [int(p) for p in sys.argv[2:]]
+with open(ledger, "r+b") as f:
+    for slot, pid in enumerate(pids):
+        start = int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[19])
+        f.seek(128 + slot * 320)
+        f.write(struct.pack("<IiQI", 2, pid, start, 1))' "$attacker_dir/ledger" "$victim_sleeper" "$root_sleeper" ||
+    fail "the attacker could not write its own ledger"
+  # Room on GPU 0 for a latency-tier request exists only without the attacker's batch slice.
+  unix_call 0 POST /v1/slices '{"memory":"16GiB","gpu":"1"}'
+  expect_code 201
+  "$PYTHON" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+body = b"{\"memory\":\"8GiB\",\"tier\":\"latency\",\"gpu\":\"0\",\"wait\":true}"
+s.sendall(b"POST /v1/slices HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+s.recv(65536)
+time.sleep(8)' "$STATE/agent.sock" &
+  PIDS="$PIDS $!"
+  waited=0
+  while unix_call 0 GET "/v1/slices/$attacker_slice" && [ "$CODE" = 200 ]; do
+    [ "$waited" -lt 100 ] || fail "the attacker's slice was not preempted in 10 s: $(cat "$SCRATCH/agent.err")"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  grep -q "evicting slice $attacker_slice" "$SCRATCH/agent.err" || fail "no eviction logged: $(cat "$SCRATCH/agent.err")"
+  [ "$(stat -c %u "/proc/$victim_sleeper")" = "$VICTIM" ] || fail "the planted process is not the victim's"
+  kill -0 "$victim_sleeper" 2>/dev/null || fail "the victim's process planted in the attacker's ledger was killed"
+  kill -0 "$root_sleeper" 2>/dev/null || fail "root's process planted in the attacker's ledger was killed"
+  waited=0
+  while kill -0 "$attacker_member" 2>/dev/null; do
+    [ "$waited" -lt 50 ] || fail "the attacker's own member process outlived the eviction"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+}
+
+# FGPU_SLICE in another process's environment names a slice; it proves nothing. A bypassing
+# process that names the victim's slice is a process of no slice: reported, never the victim's.
+case_slice_env_of_unrelated_process() {
+  require_probe_and_driver
+  HOOK="$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so"
+  [ -f "$HOOK" ] || skip "$HOOK is not built"
+  start_agent
+  # The simulated GPUs' segment stands for /dev/nvidia*: every user may open it.
+  chmod 0666 "/dev/shm$SEGMENT"
+  victim_slice
+  gpu=$(field "$VICTIM_JSON" gpu)
+  as "$ATTACKER" "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- \
+    env FGPU_SLICE="$VICTIM_DIR" FGPU_DISABLE=1 LD_PRELOAD="$HOOK" CUDA_VISIBLE_DEVICES="$gpu" \
+    "$PROBE" alloc --bytes 6GiB --hold-ms 4000 >/dev/null 2>"$SCRATCH/bypass.err" &
+  PIDS="$PIDS $!"
+  waited=0
+  until unix_call 0 GET /metrics && case "$BODY" in *"fgpu_gpu_unattributed_processes{uuid=\"$gpu\"} 1"*) true ;; *) false ;; esac; do
+    [ "$waited" -lt 50 ] || fail "the process of no slice was not reported: $(cat "$SCRATCH/bypass.err")
+$(printf '%s' "$BODY" | grep unattributed)"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  grep -q "outside every slice" "$SCRATCH/agent.err" || fail "not logged: $(cat "$SCRATCH/agent.err")"
+  sleep 2  # two more checks
+  expect_body_contains 'fgpu_stop_loss_evictions_total 0'
+  expect_victim_unchanged
+}
+
 run_case "$@"

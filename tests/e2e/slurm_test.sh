@@ -175,7 +175,7 @@ EOF
 EOF
   done
   echo "NodeName=node[1-3] Name=shard Count=8" >>"$SCRATCH/gres.conf"
-  echo "required $PLUGIN agent=$SCRATCH/agents/%n.sock timeout_ms=1000" >"$SCRATCH/plugstack.conf"
+  echo "required $PLUGIN agent=$SCRATCH/agents/%n.sock timeout_ms=1000 ${PLUGIN_EXTRA:-}" >"$SCRATCH/plugstack.conf"
 }
 
 start_munged() {
@@ -505,7 +505,7 @@ case_missing_agent() {
   expect_refused "the node's fgpu agent at $SCRATCH/agents/node3.sock did not answer (cannot connect"
   expect_err_contains "is \`fgpu agent\` running on this node?"
   [ "$took" -lt 5000 ] || fail "refusing took $took ms"
-  run_client plain srun -w node3 --gres=shard:1 true
+  run_client plain srun -w node3 true  # a job without GPUs (a shard alone would be refused: no slice)
   expect_status 0
   echo "PASS: refused in $took ms without an agent; node3 stays usable"
 }
@@ -574,6 +574,46 @@ case_malformed_options() {
   run_client plain srun -N3 true
   expect_status 0
   echo "PASS: malformed options refused before submission"
+}
+
+# A step with shards and no --gpu-memory would share the GPU unenforced: refused by default.
+case_shards_without_a_slice_are_refused() {
+  start_cluster no_workloads
+  run_client shards srun -w node1 --gres=shard:1 "$PROBE" info
+  expect_status 1
+  expect_err_contains "shard(s) of a GPU but asks no slice"
+  expect_nodes_healthy
+  echo "PASS: a step with a shard and no slice was refused"
+}
+
+# shards=SIZE in plugstack.conf: such a step gets a slice of SIZE per shard.
+case_shards_get_the_default_slice() {
+  PLUGIN_EXTRA="shards=4GiB" start_cluster
+  run_client shards srun -w node1 --gres=shard:2 "$PROBE" info
+  expect_status 0
+  expect_out_contains "\"total\":$((8 * GIB))"
+  wait_for 50 "the slice to be released" has_slices node1 0
+  echo "PASS: two shards, no --gpu-memory: an 8 GiB slice"
+}
+
+# The batch step's marker is the job's environment, which its user writes: naming another job's
+# slice in it gets the step a slice of its own, never that one.
+case_marker_of_another_jobs_slice() {
+  start_cluster
+  command -v curl >/dev/null 2>&1 || skip "curl is not installed (scripts/bootstrap installs it)"
+  victim=$(curl -sS --max-time 5 --unix-socket "$SCRATCH/agents/node1.sock" -H 'Content-Type: application/json' \
+    --data '{"memory":"30GiB","gpu":"0","job":"999.0","user":"root","account":"other"}' http://agent/v1/slices)
+  victim_id=$(printf '%s' "$victim" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+  [ -n "$victim_id" ] || fail "no victim slice: $victim"
+  printf '#!/bin/sh\nFGPU_SLURM_JOB_SLICE="$SLURM_JOB_ID@node1@%s" srun "%s" info\n' "$victim_id" "$PROBE" >"$SCRATCH/job.sh"
+  run_client batch sbatch -w node1 --gres=shard:1 --gpu-memory=1GiB -o "$SCRATCH/out/marker-job.out" "$SCRATCH/job.sh"
+  expect_status 0
+  wait_for_job "$(job_id_of batch)"
+  OUT=$(cat "$SCRATCH/out/marker-job.out")
+  expect_out_contains "\"total\":$((1 * GIB))"
+  grep -q "is not a slice of job" "$LOGS/slurmd-node1.log" ||
+    fail "the refused marker is not logged: $(grep 'fgpu:' "$LOGS/slurmd-node1.log")"
+  echo "PASS: a marker naming another job's slice got the step its own slice"
 }
 
 run_case "$@"

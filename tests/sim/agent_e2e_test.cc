@@ -293,7 +293,7 @@ TEST_F(AgentE2e, ABypassingWorkloadIsDetectedAndEvicted) {
   EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.stderr_text;
   EXPECT_LT(seconds, 3.0) << "detected (≤ 2 s) and terminated";
   const std::string metrics = Call("GET", "/metrics")->body;
-  EXPECT_NE(metrics.find("fgpu_stop_loss_bypasses_total 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("fgpu_stop_loss_bypasses_total{resource=\"memory\"} 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("fgpu_stop_loss_evictions_total 1"), std::string::npos);
   std::filesystem::remove(config);
 }
