@@ -24,7 +24,9 @@
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
 #include "agent/store.h"
+#include "compute/board.h"
 #include "core/units.h"
+#include "slice/node_config.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 
@@ -75,6 +77,39 @@ std::shared_ptr<Membership> MakeMembership(const std::string& state_dir) {
   return std::make_shared<Membership>(base->first, base->second);
 }
 
+// On a managed node the interposer accepts only slices directly under slice_root: this agent's
+// slices must be there, or every workload would be refused.
+Status CheckNodePolicy(const slice::NodePolicy& node, const std::string& slices_dir) {
+  if (!node.managed) return Status::Ok();
+  std::error_code error;
+  std::filesystem::create_directories(slices_dir, error);
+  const std::filesystem::path ours = std::filesystem::weakly_canonical(slices_dir, error);
+  const std::filesystem::path root = std::filesystem::weakly_canonical(node.config.slice_root, error);
+  if (ours != root) {
+    return Status::InvalidArgument("the node configuration " + node.source + " says slices live in " +
+                                   node.config.slice_root + ", but this agent keeps them in " + ours.string() +
+                                   ": workloads would refuse them (use --state " + root.parent_path().string() +
+                                   " or change slice_root)");
+  }
+  return Status::Ok();
+}
+
+// A managed node's compute boards are in a directory the agent makes and owns: workloads open
+// the boards the agent made there and cannot add files of their own.
+Status PrepareBoards(const std::string& compute_dir, const std::vector<GpuState>& gpus) {
+  std::error_code error;
+  std::filesystem::create_directories(compute_dir, error);
+  if (error || chmod(compute_dir.c_str(), 0755) != 0) {
+    return Status::Unavailable("cannot prepare the compute boards' directory " + compute_dir);
+  }
+  for (const GpuState& gpu : gpus) {
+    Result<compute::Board*> board = compute::Board::Open(compute_dir, gpu.uuid);
+    if (!board.ok()) return Status::Unavailable("the compute board of " + gpu.uuid + ": " + board.status().message());
+    delete *board;
+  }
+  return Status::Ok();
+}
+
 int Fail(const std::string& message) {
   std::cerr << "fgpu agent: " << message << "\n";
   return 1;
@@ -113,9 +148,17 @@ int RunAgent(const AgentOptions& options) {
   if (!gpus.ok()) return Fail(gpus.status().message());
   Result<std::unique_ptr<Store>> store = Store::Open(*state_dir + "/agent.db");
   if (!store.ok()) return Fail(store.status().message());
+  Result<slice::NodePolicy> node = slice::LoadNodePolicy(std::getenv(slice::kNodeConfigEnv));
+  if (!node.ok()) return Fail("the node configuration: " + node.status().message());
+  if (Status fits = CheckNodePolicy(*node, *state_dir + "/slices"); !fits.ok()) return Fail(fits.message());
   const char* compute_dir_env = std::getenv("FGPU_COMPUTE_DIR");
-  const std::string compute_dir =
-      compute_dir_env != nullptr && *compute_dir_env != '\0' ? compute_dir_env : "/dev/shm/fgpu-compute";
+  // A managed node's boards are where its configuration says (workloads ignore FGPU_COMPUTE_DIR).
+  const std::string compute_dir = node->managed ? node->config.compute_dir
+                                  : compute_dir_env != nullptr && *compute_dir_env != '\0' ? compute_dir_env
+                                                                                          : "/dev/shm/fgpu-compute";
+  if (node->managed) {
+    if (Status boards = PrepareBoards(compute_dir, *gpus); !boards.ok()) return Fail(boards.message());
+  }
   UsageReader busy(compute_dir);
   Result<SchedPlacer> placer = SchedPlacer::Create(options.policy);
   if (!placer.ok()) return Fail("--policy: " + placer.status().message());

@@ -25,6 +25,7 @@ cleanup() {
   for pid in $PIDS; do kill "$pid" 2>/dev/null; done
   for pid in $PIDS; do wait "$pid" 2>/dev/null; done
   [ -z "$MOUNTED" ] || umount "$MOUNTED" 2>/dev/null
+  [ -z "${MADE_ETC:-}" ] || rmdir /etc/fgpu 2>/dev/null
   "$FGPU" sim reset --segment "$SEGMENT" >/dev/null 2>&1
   rm -rf "$SCRATCH"
 }
@@ -451,6 +452,99 @@ $(printf '%s' "$BODY" | grep unattributed)"
   sleep 2  # two more checks
   expect_body_contains 'fgpu_stop_loss_evictions_total 0'
   expect_victim_unchanged
+}
+
+# A managed node (docs/hook.md "Managed nodes"): the interposer takes only root's slices under
+# slice_root. The node's fixed configuration path (/etc/fgpu/node.conf) is bind-mounted in a
+# private mount namespace, so the attackers cannot escape it by unsetting an override; the rest of
+# the machine is not managed.
+case_self_made_slice_on_managed_node() {
+  require_probe_and_driver
+  HOOK="$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so"
+  [ -f "$HOOK" ] || skip "$HOOK is not built"
+  command -v unshare >/dev/null 2>&1 || skip "unshare (util-linux) is not installed"
+  [ -d /etc/fgpu ] || { mkdir /etc/fgpu && MADE_ETC=1; } || skip "cannot make /etc/fgpu for the bind mount"
+  [ ! -e /etc/fgpu/node.conf ] || skip "this machine is a managed node already"
+  mkdir -p "$SCRATCH/etc-fgpu"
+  printf 'slice_root = %s\ncompute_dir = %s\n' "$STATE/slices" "$SCRATCH/boards" >"$SCRATCH/etc-fgpu/node.conf"
+  FGPU_NODE_CONFIG="$SCRATCH/etc-fgpu/node.conf" start_agent
+  chmod 0666 "/dev/shm$SEGMENT"
+  [ "$(stat -c '%a %u' "$SCRATCH/boards")" = "755 0" ] || fail "boards directory: $(stat -c '%a %u' "$SCRATCH/boards")"
+  victim_slice
+  gpu=$(field "$VICTIM_JSON" gpu)
+  mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
+  # managed UID CMD...: CMD as UID on the managed node, on the simulated GPUs.
+  managed() {
+    uid=$1
+    shift
+    unshare -m --propagation private sh -c 'mount --bind "$1" /etc/fgpu && shift && exec "$@"' sh \
+      "$SCRATCH/etc-fgpu" setpriv --reuid "$uid" --regid "$uid" --clear-groups -- \
+      env HOME="$SCRATCH/attacker" TMPDIR="$SCRATCH/attacker" \
+      "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$@"
+  }
+  # 1. A slice the attacker made itself, as big as it likes.
+  managed "$ATTACKER" env -u FGPU_AGENT "$FGPU" run --memory 16GiB -- "$PROBE" alloc --bytes 8GiB \
+    >"$SCRATCH/attacker/own.out" 2>"$SCRATCH/attacker/own.err" && true
+  grep -q '"result":"CUDA_SUCCESS"' "$SCRATCH/attacker/own.out" &&
+    fail "a self-made slice allocated on a managed node: $(cat "$SCRATCH/attacker/own.out" "$SCRATCH/attacker/own.err")"
+  grep -q "fgpu: " "$SCRATCH/attacker/own.err" || fail "no reason given: $(cat "$SCRATCH/attacker/own.err")"
+  echo "self-made slice: $(grep -m1 'fgpu: ' "$SCRATCH/attacker/own.err")"
+  echo "                 $(grep -m1 '"alloc"' "$SCRATCH/attacker/own.out")"
+  # 2. The victim's slice (root's, under slice_root): its ledger is the victim's.
+  managed "$ATTACKER" env LD_PRELOAD="$HOOK" FGPU_SLICE="$VICTIM_DIR" CUDA_VISIBLE_DEVICES="$gpu" \
+    "$PROBE" alloc --bytes 1GiB >"$SCRATCH/attacker/victim.out" 2>"$SCRATCH/attacker/victim.err" && true
+  grep -q '"result":"CUDA_SUCCESS"' "$SCRATCH/attacker/victim.out" &&
+    fail "the attacker charged the victim's slice: $(cat "$SCRATCH/attacker/victim.out")"
+  # 3. An override the attacker wrote: refused, fail closed.
+  printf 'slice_root = /tmp\ncompute_dir = /tmp\n' >"$SCRATCH/attacker/node.conf"
+  chown "$ATTACKER" "$SCRATCH/attacker/node.conf"
+  managed "$ATTACKER" env FGPU_NODE_CONFIG="$SCRATCH/attacker/node.conf" LD_PRELOAD="$HOOK" FGPU_SLICE="$VICTIM_DIR" \
+    CUDA_VISIBLE_DEVICES="$gpu" "$PROBE" alloc --bytes 1GiB >"$SCRATCH/attacker/override.out" \
+    2>"$SCRATCH/attacker/override.err" && true
+  grep -q '"result":"CUDA_SUCCESS"' "$SCRATCH/attacker/override.out" &&
+    fail "an attacker's node configuration was honoured: $(cat "$SCRATCH/attacker/override.out")"
+  # The victim's own workload in its slice works on the managed node.
+  managed "$VICTIM" env LD_PRELOAD="$HOOK" FGPU_SLICE="$VICTIM_DIR" CUDA_VISIBLE_DEVICES="$gpu" \
+    "$PROBE" alloc --bytes 1GiB >"$SCRATCH/victim.out" 2>"$SCRATCH/victim.err" ||
+    fail "the victim's workload failed: $(cat "$SCRATCH/victim.out" "$SCRATCH/victim.err")"
+  grep -q '"result":"CUDA_SUCCESS"' "$SCRATCH/victim.out" || fail "the victim could not allocate: $(cat "$SCRATCH/victim.out")"
+}
+
+# 300 idle connections from one user (half TCP, half on the Unix socket) do not stop another user
+# or root from being answered.
+case_idle_connections() {
+  start_agent
+  mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
+  as "$ATTACKER" "$PYTHON" -c '
+import socket, sys, time
+held = []
+for i in range(300):
+    if i % 2:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+    else:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+    s.send(b"GET /v1/health HTTP/1.1\r\n")  # a head never finished
+    held.append(s)
+open(sys.argv[3], "w").write("open\n")
+time.sleep(4)' "$STATE/agent.sock" "$PORT" "$SCRATCH/attacker/ready" &
+  PIDS="$PIDS $!"
+  waited=0
+  until [ -s "$SCRATCH/attacker/ready" ]; do
+    [ "$waited" -lt 100 ] || fail "the attacker could not open its connections"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  for uid in 0 "$VICTIM"; do
+    started=$(date +%s%N)
+    unix_call "$uid" GET /v1/health
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    expect_code 200
+    echo "uid $uid answered in $took ms beside 300 idle connections"
+    [ "$took" -lt 1000 ] || fail "uid $uid waited $took ms"
+  done
+  tcp_call 0 GET /v1/health
+  expect_code 200
 }
 
 run_case "$@"
