@@ -50,7 +50,9 @@ HttpParser::State HttpParser::Feed(std::string_view bytes) {
   if (!head_done_) {
     const std::size_t end = buffer_.find("\r\n\r\n");
     if (end == std::string::npos) {
-      if (buffer_.size() > kMaxHeadBytes) return Fail(431, "request head larger than 16 KiB");
+      // Up to three bytes of the terminator may already be here after a head of exactly
+      // kMaxHeadBytes: refusing sooner would make the limit depend on how the bytes arrive.
+      if (buffer_.size() > kMaxHeadBytes + 3) return Fail(431, "request head larger than 16 KiB");
       return state_;
     }
     if (end > kMaxHeadBytes) return Fail(431, "request head larger than 16 KiB");

@@ -69,6 +69,32 @@ TEST(HttpParserTest, MalformedRequestsGetTheirStatus) {
   }
 }
 
+// Found by fuzz/http_parser_fuzzer: a head of exactly kMaxHeadBytes was refused with 431 when a
+// read ended inside its terminator, and accepted when the terminator came in the same read.
+TEST(HttpParserTest, AHeadAtTheLimitIsAcceptedWhereverTheReadsEnd) {
+  std::string head = "GET /x HTTP/1.1\r\n";
+  for (int i = 0; i < 40; ++i) head += "X-Filler-" + std::to_string(i) + ": " + std::string(300, 'a') + "\r\n";
+  head += "X-Last: ";
+  head += std::string(HttpParser::kMaxHeadBytes - head.size(), 'b');
+  ASSERT_EQ(head.size(), HttpParser::kMaxHeadBytes);
+  const std::string request = head + "\r\n\r\n";
+  for (std::size_t cut = HttpParser::kMaxHeadBytes - 2; cut < request.size(); ++cut) {
+    HttpParser parser(1024);
+    EXPECT_EQ(parser.Feed(request.substr(0, cut)), HttpParser::State::kNeedMore) << "cut at " << cut;
+    EXPECT_EQ(parser.Feed(request.substr(cut)), HttpParser::State::kDone) << "cut at " << cut;
+  }
+  // One byte more is over the limit, in one read or byte by byte.
+  const std::string over = head + "c\r\n\r\n";
+  EXPECT_EQ(Parse(over).error_status(), 431);
+  HttpParser parser(1024);
+  HttpParser::State state = HttpParser::State::kNeedMore;
+  for (std::size_t at = 0; at < over.size() && state == HttpParser::State::kNeedMore; ++at) {
+    state = parser.Feed(over.substr(at, 1));
+  }
+  EXPECT_EQ(state, HttpParser::State::kError);
+  EXPECT_EQ(parser.error_status(), 431);
+}
+
 TEST(HttpParserTest, AnEndlessHeadIsCutOff) {
   HttpParser parser(1024);
   std::string line = "GET /x HTTP/1.1\r\n";
