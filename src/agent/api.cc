@@ -315,6 +315,8 @@ net::HttpResponse Api::Metrics() {
   snapshot.slices = slices_->List();
   snapshot.usage = usage_.Read(snapshot.slices);
   snapshot.queued = slices_->QueueLength();
+  snapshot.disk_full_events = slices_->DiskFullEvents();
+  snapshot.pending_releases = slices_->PendingReleases();
   if (stop_loss_ != nullptr) snapshot.stop_loss = stop_loss_->Counters();
   net::HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";

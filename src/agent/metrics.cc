@@ -252,6 +252,12 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
     const auto it = snapshot.stop_loss.unaccounted_bytes.find(slice.id);
     if (it != snapshot.stop_loss.unaccounted_bytes.end()) out.Sample(SliceLabels(slice), static_cast<double>(it->second));
   }
+  out.Family("fgpu_agent_state_disk_full_total", "counter",
+             "Writes of the agent's state database that found its disk full (the 4 MiB reserve was freed).");
+  out.Sample({}, static_cast<double>(snapshot.disk_full_events));
+  out.Family("fgpu_agent_pending_releases", "gauge",
+             "Slices released while the state database could not be written, to be billed and forgotten once it can.");
+  out.Sample({}, snapshot.pending_releases);
   out.Family("fgpu_stop_loss_bypasses_total", "counter", "Times a slice's processes were seen over its cap.");
   out.Sample({{"resource", "memory"}},
              static_cast<double>(snapshot.stop_loss.bypasses - snapshot.stop_loss.compute_bypasses));

@@ -41,6 +41,8 @@ struct MetricsSnapshot {
   std::vector<SliceUsage> usage;  // parallel to slices
   int queued = 0;
   StopLossCounters stop_loss;
+  uint64_t disk_full_events = 0;  // state database writes that found the disk full
+  int pending_releases = 0;       // released slices whose last interval waits for the disk
 };
 
 // Reads every slice's ledger and board row. Keeps the slices' ledgers and the GPUs' boards

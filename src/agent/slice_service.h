@@ -143,6 +143,7 @@ class SliceService {
   Status Account(int64_t now_unix_ms);
   void SetUsageRetention(int64_t retention_ms) { retention_ms_ = retention_ms; }
   int PendingReleases() const;
+  uint64_t DiskFullEvents() const { return store_->disk_full_events(); }
   Result<std::vector<UsageTotal>> Totals(int64_t since_unix_ms, int64_t until_unix_ms, const std::string& by) const {
     return store_->Totals(since_unix_ms, until_unix_ms, by);
   }

@@ -318,6 +318,8 @@ case_full_disk() {
   unix_call 0 GET "/v1/usage?by=slice"
   expect_code 200
   expect_body_contains "\"key\":\"$VICTIM_SLICE\""
+  unix_call 0 GET /metrics
+  expect_body_contains "fgpu_agent_state_disk_full_total 1"
 }
 
 case_files_of_another_user() {

@@ -278,6 +278,26 @@ std::unique_ptr<RunningProbe> RunThrough(const std::string& segment, const std::
   return std::make_unique<RunningProbe>(segment, config, argv, env);
 }
 
+// A cap-mode slice whose workload turns the interposer off runs its kernels past the cap: NVML's
+// per-process utilization shows it, and the agent evicts the slice after `overuse_checks` checks.
+TEST_F(AgentE2e, ComputeOverACapModeSlicesCapIsABypass) {
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"stop_loss": {"bypass": "evict", "grace_s": 1, "overuse_checks": 2}})";
+  StartAgent({"--config", config});
+  auto spinning = RunThrough(segment_, config_, "unix:" + state_ + "/agent.sock",
+                             {"--memory", "1GiB", "--compute", "20", "--compute-mode", "cap"},
+                             {"/usr/bin/env", "FGPU_DISABLE=1", FGPU_PROBE_PATH, "spin", "--duty", "100", "--seconds",
+                              "30", "--kernel-us", "1000"});
+  const auto started = std::chrono::steady_clock::now();
+  const ProbeResult result = spinning->Wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.stderr_text;
+  EXPECT_LT(seconds, 15.0) << "two checks over the cap, then the grace";
+  const std::string metrics = Call("GET", "/metrics")->body;
+  EXPECT_NE(metrics.find("fgpu_stop_loss_bypasses_total{resource=\"compute\"} 1"), std::string::npos) << metrics;
+  std::filesystem::remove(config);
+}
+
 // A workload that turns the interposer off (FGPU_DISABLE=1) allocates past its cap: NVML shows
 // it, the agent attributes it to the slice by its environment and evicts it within ~2 s.
 TEST_F(AgentE2e, ABypassingWorkloadIsDetectedAndEvicted) {
