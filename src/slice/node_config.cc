@@ -33,6 +33,7 @@ static_assert(kNodeConfigMaxBytes <= PATH_MAX);
 
 constexpr const char* kSliceRootKey = "slice_root";
 constexpr const char* kComputeDirKey = "compute_dir";
+constexpr const char* kPassThroughKey = "pass_through";
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -225,7 +226,7 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
     return Status::InvalidArgument(where + ": contains a NUL byte (not a text file)");
   }
   NodeConfig config;
-  int slice_root_line = 0, compute_dir_line = 0;
+  int slice_root_line = 0, compute_dir_line = 0, pass_through_line = 0;
   int number = 0;
   for (size_t position = 0; position < text.size();) {
     const size_t newline = text.find('\n', position);
@@ -244,6 +245,18 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
     if (key.empty()) return Status::InvalidArgument(at + "a value without a key: '" + std::string(line) + "'");
     std::string* field = nullptr;
     int* seen = nullptr;
+    if (key == kPassThroughKey) {
+      if (pass_through_line != 0) {
+        return Status::InvalidArgument(at + kPassThroughKey + " is set twice (first at line " +
+                                       std::to_string(pass_through_line) + ")");
+      }
+      if (value != "allow" && value != "deny") {
+        return Status::InvalidArgument(at + kPassThroughKey + " must be allow or deny, got '" + std::string(value) + "'");
+      }
+      config.allow_pass_through = value == "allow";
+      pass_through_line = number;
+      continue;
+    }
     if (key == kSliceRootKey) {
       field = &config.slice_root;
       seen = &slice_root_line;
@@ -256,7 +269,7 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
       if (std::min(to_root, to_compute) <= 3) {
         message += std::string("; did you mean ") + (to_root <= to_compute ? kSliceRootKey : kComputeDirKey) + "?";
       } else {
-        message += std::string(" (the keys are ") + kSliceRootKey + " and " + kComputeDirKey + ")";
+        message += std::string(" (the keys are ") + kSliceRootKey + ", " + kComputeDirKey + " and " + kPassThroughKey + ")";
       }
       return Status::InvalidArgument(message);
     }

@@ -69,6 +69,10 @@ inline constexpr size_t kNodeConfigMaxBytes = 4096;
 struct NodeConfig {
   std::string slice_root;   // absolute, as written (resolved when a slice is checked)
   std::string compute_dir;  // absolute, as written
+  // `pass_through = allow|deny` (optional, default deny): whether FGPU_DISABLE=1 lets a process
+  // run without enforcement on this node. Denied, it is ignored: a user cannot switch its own
+  // caps off.
+  bool allow_pass_through = false;
 };
 
 Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view source);

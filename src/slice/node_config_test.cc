@@ -62,7 +62,7 @@ TEST(NodeConfigParse, EveryErrorNamesTheLineAndTheProblem) {
   ExpectParseError(ok_compute + " = /s\n", "node.conf:2: a value without a key");
   ExpectParseError(ok_compute + "slice_roots = /s\n", "node.conf:2: unknown key 'slice_roots'; did you mean slice_root?");
   ExpectParseError("computedir = /s\n", "node.conf:1: unknown key 'computedir'; did you mean compute_dir?");
-  ExpectParseError("gpus = 4\n", "node.conf:1: unknown key 'gpus' (the keys are slice_root and compute_dir)");
+  ExpectParseError("gpus = 4\n", "node.conf:1: unknown key 'gpus' (the keys are slice_root, compute_dir and pass_through)");
   ExpectParseError("Slice_Root = /s\n", "unknown key 'Slice_Root'; did you mean slice_root?");
   ExpectParseError(ok_compute + "slice_root = /a\n# again\nslice_root = /b\n",
                    "node.conf:4: slice_root is set twice (first at line 2)");
@@ -375,6 +375,30 @@ TEST_F(NodeTrustTest, ASliceRootSomeoneElseCouldSwapIsRefused) {
   config_.slice_root = root_ + "/no-such-root";
   ASSERT_EQ(::chmod(root_.c_str(), 0755), 0);
   ExpectRefused(slices_ + "/a", "slice_root " + root_ + "/no-such-root: no such file or directory");
+}
+
+}  // namespace
+}  // namespace fgpu::slice
+
+namespace fgpu::slice {
+namespace {
+
+TEST(NodeConfigParse, PassThroughIsDeniedUnlessAllowed) {
+  const std::string base = "slice_root = /var/lib/fgpu/slices\ncompute_dir = /run/fgpu/compute\n";
+  Result<NodeConfig> config = ParseNodeConfig(base, "node.conf");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->allow_pass_through);
+  config = ParseNodeConfig(base + "pass_through = allow\n", "node.conf");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_TRUE(config->allow_pass_through);
+  config = ParseNodeConfig(base + "pass_through = deny\n", "node.conf");
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(config->allow_pass_through);
+  for (const char* bad : {"pass_through = yes\n", "pass_through = allow\npass_through = deny\n", "pass_through =\n"}) {
+    const Result<NodeConfig> refused = ParseNodeConfig(base + bad, "node.conf");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("pass_through"), std::string::npos) << refused.status().message();
+  }
 }
 
 }  // namespace

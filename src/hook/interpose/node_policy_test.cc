@@ -198,12 +198,19 @@ TEST_F(NodePolicyTest, ComputeDirComesFromTheConfigurationNotTheEnvironment) {
   EXPECT_FALSE(std::filesystem::exists(own_boards));
 }
 
-// Pass-through stays what it is on every node (docs/hook.md): counted in the slice it names.
-TEST_F(NodePolicyTest, DisableIsPassThroughAndCounted) {
-  const ProcessResult result = Probe({"alloc", "--bytes", "2GiB"}, Managed(node_slice_, {"FGPU_DISABLE=1"}));
+// A managed node denies pass-through unless its configuration allows it: FGPU_DISABLE=1 cannot
+// switch a user's own caps off (docs/hook.md "Managed nodes").
+TEST_F(NodePolicyTest, DisableIsIgnoredUnlessTheNodeAllowsIt) {
+  ProcessResult result = Probe({"alloc", "--bytes", "2GiB"}, Managed(node_slice_, {"FGPU_DISABLE=1"}));
+  EXPECT_NE(result.exit_code, 0) << "the 1 GiB cap holds: " << result.out;
+  EXPECT_EQ(Event(result, "alloc")["result"], "CUDA_ERROR_OUT_OF_MEMORY") << result.out;
+  EXPECT_NE(result.err.find("FGPU_DISABLE is not honoured on this node"), std::string::npos) << result.err;
+  EXPECT_EQ(Counters(node_slice_).pass_through, 0u);
+  WriteConfig(config_, "slice_root = " + slices_ + "\ncompute_dir = " + boards_ + "\npass_through = allow\n");
+  result = Probe({"alloc", "--bytes", "2GiB"}, Managed(node_slice_, {"FGPU_DISABLE=1"}));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.err, "");
-  EXPECT_EQ(Counters(node_slice_).pass_through, 1u);
+  EXPECT_EQ(Counters(node_slice_).pass_through, 1u) << "allowed: pass-through, counted in the slice it names";
 }
 
 // A tenant's process: uid 65534, no groups. It may use the node's slice that is its own (the

@@ -119,7 +119,16 @@ void Init() {
   }
   g_addresses.Build(state.real_cuda, g_cuda_wrappers, state.real_nvml, g_nvml_wrappers);
 
-  if (options.disabled) {
+  // A managed node may deny pass-through (node.conf pass_through = deny, the default there): the
+  // process is then enforced as if FGPU_DISABLE were not set.
+  std::string unreadable_policy;
+  const bool pass_through = options.disabled && PassThroughAllowed(options, &unreadable_policy);
+  if (options.disabled && !pass_through && unreadable_policy.empty()) {
+    LogProblem("FGPU_DISABLE is not honoured on this node (its configuration says pass_through = deny): enforcing");
+  }
+  if (!unreadable_policy.empty()) {
+    Fail(CUDA_ERROR_NOT_INITIALIZED, "%s", unreadable_policy.c_str());
+  } else if (pass_through) {
     state.mode = Mode::kPassThrough;
     // Unenforced, and counted in the slice it was meant to run in (docs/hook.md "Counters"):
     // no slot, no failure, nothing kept mapped.

@@ -81,6 +81,19 @@ SliceOutcome AttachManaged(const slice::NodePolicy& policy, Options* options) {
 
 }  // namespace
 
+bool PassThroughAllowed(const Options& options, std::string* reason) {
+  if (options.node_config_too_long) {
+    *reason = std::string(slice::kNodeConfigEnv) + " is longer than PATH_MAX; refused rather than ignored";
+    return false;
+  }
+  Result<slice::NodePolicy> policy = slice::LoadNodePolicy(options.node_config_set ? options.node_config : nullptr);
+  if (!policy.ok()) {
+    *reason = "cannot read the node configuration: " + policy.status().message();
+    return false;
+  }
+  return !policy->managed || policy->config.allow_pass_through;
+}
+
 SliceOutcome AttachSlice(Options* options) {
   if (options->node_config_too_long) {
     return Refused(true,

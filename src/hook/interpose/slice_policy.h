@@ -35,6 +35,11 @@ struct SliceOutcome {
 
 SliceOutcome AttachSlice(Options* options);
 
+// FGPU_DISABLE=1 was asked: whether this node honours it. True on an unmanaged node and on a
+// managed one whose configuration says pass_through = allow; false (enforce anyway) when it says
+// deny, the default; false with `reason` set when the configuration cannot be read (fail closed).
+bool PassThroughAllowed(const Options& options, std::string* reason);
+
 // What the unmanaged failure line ends with.
 inline constexpr const char* kDisableAdvice = "; set FGPU_DISABLE=1 to run without fgpu";
 
