@@ -17,6 +17,8 @@
 
 #include "compute/board.h"
 #include "compute/limiter.h"
+#include "compute/policy_table.h"
+#include "compute/sealed.h"
 
 namespace fgpu::compute {
 namespace {
@@ -36,26 +38,54 @@ struct ClientSpec {
   int64_t stop_ns = INT64_MAX;
 };
 
+// A file board (rows claimed and configured by the workloads) or a sealed one (a managed node's:
+// the agent assigns rows and writes their settings in the policy table).
+enum class BoardKind { kFile, kSealed };
+
 class Model {
  public:
-  explicit Model(int64_t observe_jitter_ns = 20 * kUs) : jitter_(observe_jitter_ns) {
+  explicit Model(int64_t observe_jitter_ns = 20 * kUs, BoardKind kind = BoardKind::kFile) : jitter_(observe_jitter_ns) {
+    if (kind == BoardKind::kSealed) {
+      Result<SealedPair> pair = CreateSealedPair("GPU-model");
+      EXPECT_TRUE(pair.ok()) << pair.status().message();
+      Result<Board*> board = Board::Map(pair->board, pair->policy, "GPU-model", {.writable_policy = true, .owner = ::geteuid()});
+      EXPECT_TRUE(board.ok()) << board.status().message();
+      ClosePair(&*pair);
+      board_.reset(*board);
+      return;
+    }
     dir_ = "/tmp/fgpu-arbitration-model-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++);
     Result<Board*> board = Board::Open(dir_, "GPU-model");
     EXPECT_TRUE(board.ok()) << board.status().message();
     board_.reset(*board);
   }
   ~Model() {
-    std::remove(board_->path().c_str());
+    if (!board_->has_policy()) std::remove(board_->path().c_str());
     board_.reset();
-    ::rmdir(dir_.c_str());
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
   }
 
   int Add(const ClientSpec& spec) {
     auto client = std::make_unique<Client>();
     client->spec = spec;
-    const int row = board_->Join(SliceKey("slice-" + std::to_string(clients_.size())), "m", 0);
+    const uint64_t key = SliceKey("slice-" + std::to_string(clients_.size()));
+    if (board_->has_policy()) {
+      // The agent's part: a row and its settings. Then the workload's attempts to raise its own
+      // priority — what Configure would publish, and forged words in its board row — change nothing.
+      AssignRow(*board_, FreeRowIndex(*board_, never_freed_), key, "m", spec.share, spec.mode, spec.tier, 0);
+    }
+    const int row = board_->Join(key, "m", 0);
+    EXPECT_GE(row, 0);
     client->limiter = std::make_unique<Limiter>(board_.get(), row, Policy{});
-    client->limiter->Configure(spec.share, spec.mode, spec.tier);
+    if (board_->has_policy()) {
+      client->limiter->Configure(100, Mode::kShare, Tier::kLatency);
+      __atomic_store_n(&board_->entry(row)->share, 100u, __ATOMIC_RELEASE);
+      __atomic_store_n(&board_->entry(row)->mode_tier,
+                       layout::PackModeTier(static_cast<uint8_t>(Mode::kShare), static_cast<uint8_t>(Tier::kLatency)),
+                       __ATOMIC_RELEASE);
+    } else {
+      client->limiter->Configure(spec.share, spec.mode, spec.tier);
+    }
     clients_.push_back(std::move(client));
     const int id = static_cast<int>(clients_.size()) - 1;
     At(spec.start_ns, [this, id] { TryLaunch(id); });
@@ -80,6 +110,14 @@ class Model {
   }
   const std::vector<int64_t>& Latencies(int id) const { return clients_[id]->latencies; }
   Limiter& limiter(int id) { return *clients_[id]->limiter; }
+  // A resize: by the agent in the policy table on a sealed board, by the workload on a file one.
+  void SetShare(int id, uint32_t share, Mode mode = Mode::kShare, Tier tier = Tier::kStandard) {
+    if (board_->has_policy()) {
+      UpdateRow(*board_, limiter(id).row(), share, mode, tier);
+    } else {
+      limiter(id).Configure(share, mode, tier);
+    }
+  }
 
  private:
   struct Event {
@@ -146,6 +184,7 @@ class Model {
   }
 
   static inline int counter_ = 0;
+  int64_t never_freed_[layout::kEntryCount] = {};
   std::string dir_;
   std::unique_ptr<Board> board_;
   std::vector<std::unique_ptr<Client>> clients_;
@@ -262,6 +301,60 @@ TEST(ArbitrationModel, LatencyTierKeepsItsTailBesideABatchSlice) {
   Model model;
   const int id = model.Add(requests);
   model.Add({.share = 50, .tier = Tier::kBatch, .kernel_ns = 1 * kMs});
+  model.Run(3000 * kMs);
+  const int64_t beside = Percentile(model.Latencies(id), 99);
+  EXPECT_LE(static_cast<double>(beside), 1.2 * static_cast<double>(alone)) << "alone " << alone << " beside " << beside;
+}
+
+// The same bars on a managed node's sealed board: the settings come from the agent's policy
+// table, while every workload also publishes the most favourable settings it can (share 100,
+// latency tier) through Configure and straight into its board row — which nobody reads there.
+TEST(SealedArbitrationModel, ThirtySeventyFollowsThePolicyNotTheWorkloads) {
+  Model model(20 * kUs, BoardKind::kSealed);
+  model.Add({.share = 30, .kernel_ns = 1 * kMs});
+  model.Add({.share = 70, .kernel_ns = 1 * kMs});
+  model.Run(5000 * kMs);
+  ExpectShares(model, {30, 70}, 2.0);
+}
+
+TEST(SealedArbitrationModel, FourSlicesTenTwentyThirtyForty) {
+  Model model(20 * kUs, BoardKind::kSealed);
+  for (uint32_t share : {10u, 20u, 30u, 40u}) model.Add({.share = share, .kernel_ns = 1 * kMs});
+  model.Run(5000 * kMs);
+  ExpectShares(model, {10, 20, 30, 40}, 2.0);
+}
+
+TEST(SealedArbitrationModel, CapModeFromThePolicyHoldsItsRate) {
+  Model model(20 * kUs, BoardKind::kSealed);
+  model.Add({.share = 50, .mode = Mode::kCap, .kernel_ns = 1 * kMs});
+  model.Run(5000 * kMs);
+  ExpectShares(model, {50}, 3.0);
+}
+
+TEST(SealedArbitrationModel, TheAgentsResizeTakesEffectWithinAPeriod) {
+  Model model(20 * kUs, BoardKind::kSealed);
+  const int a = model.Add({.share = 30, .kernel_ns = 1 * kMs});
+  const int b = model.Add({.share = 70, .kernel_ns = 1 * kMs});
+  model.Run(2000 * kMs);
+  model.SetShare(a, 70);
+  model.SetShare(b, 30);
+  model.Run(4000 * kMs);
+  const double a_after = static_cast<double>(model.Busy(a, 2100 * kMs, 4000 * kMs)) / (1900.0 * kMs);
+  EXPECT_NEAR(100.0 * a_after, 70.0, 3.0);
+}
+
+TEST(SealedArbitrationModel, ALatencyTierOnlyThePolicyGivesHoldsOffABatchSlice) {
+  const ClientSpec requests{.share = 50, .tier = Tier::kLatency, .kernel_ns = 1 * kMs, .depth = 1, .think_ns = 3 * kMs};
+  int64_t alone = 0;
+  {
+    Model model(20 * kUs, BoardKind::kSealed);
+    const int id = model.Add(requests);
+    model.Run(3000 * kMs);
+    alone = Percentile(model.Latencies(id), 99);
+  }
+  Model model(20 * kUs, BoardKind::kSealed);
+  const int id = model.Add(requests);
+  model.Add({.share = 50, .tier = Tier::kBatch, .kernel_ns = 1 * kMs});  // forges latency too: in vain
   model.Run(3000 * kMs);
   const int64_t beside = Percentile(model.Latencies(id), 99);
   EXPECT_LE(static_cast<double>(beside), 1.2 * static_cast<double>(alone)) << "alone " << alone << " beside " << beside;

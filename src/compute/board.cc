@@ -1,12 +1,15 @@
 // Board: creation, validation and row claims (see board.h).
 #include "compute/board.h"
 
+#include "compute/sealed.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -21,15 +24,7 @@ Status WriteNewBoard(const std::string& path, std::string_view uuid) {
   const int fd = ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
   if (fd < 0) return Status::Unavailable(Errno(temp));
   ::fchmod(fd, 0666);  // the umask must not keep other users' slices out
-  layout::BoardHeader header{};
-  std::memcpy(header.magic, layout::kBoardMagic, sizeof(header.magic));
-  header.version = layout::kBoardVersion;
-  header.header_size = sizeof(layout::BoardHeader);
-  header.file_size = layout::BoardFileSize();
-  std::memcpy(header.uuid, uuid.data(), uuid.size());
-  header.entry_count = layout::kEntryCount;
-  header.entry_size = sizeof(layout::BoardEntry);
-  header.owner = layout::PackOwner(-1, 0);
+  const layout::BoardHeader header = FreshBoardHeader(uuid);
   bool ok = ::pwrite(fd, &header, sizeof(header), 0) == static_cast<ssize_t>(sizeof(header)) &&
             ::ftruncate(fd, static_cast<off_t>(layout::BoardFileSize())) == 0;
   ok = ::close(fd) == 0 && ok;
@@ -56,7 +51,37 @@ Status Validate(const std::string& path, const layout::BoardHeader& header, std:
   return Status::Ok();
 }
 
+Status ValidatePolicy(const std::string& path, const layout::PolicyHeader& header, std::string_view uuid,
+                      uint64_t board_inode) {
+  if (std::memcmp(header.magic, layout::kPolicyMagic, sizeof(header.magic)) != 0)
+    return Status::Corrupt(path + ": not an fgpu policy table (bad magic)");
+  if (header.version != layout::kPolicyVersion)
+    return Status::VersionMismatch(path + ": policy table format version " + std::to_string(header.version) +
+                                   ", this build reads version " + std::to_string(layout::kPolicyVersion));
+  if (header.header_size != sizeof(layout::PolicyHeader) || header.file_size != layout::PolicyFileSize() ||
+      header.entry_count != layout::kEntryCount || header.entry_size != sizeof(layout::PolicyEntry))
+    return Status::Corrupt(path + ": policy table header sizes do not match this build's layout");
+  if (::strnlen(header.uuid, sizeof(header.uuid)) == sizeof(header.uuid) ||
+      std::string_view(header.uuid) != uuid)
+    return Status::Corrupt(path + ": policy table names another GPU");
+  if (header.board_inode != board_inode) return Status::Corrupt(path + ": policy table of another board");
+  return Status::Ok();
+}
+
 }  // namespace
+
+layout::BoardHeader FreshBoardHeader(std::string_view uuid) {
+  layout::BoardHeader header{};
+  std::memcpy(header.magic, layout::kBoardMagic, sizeof(header.magic));
+  header.version = layout::kBoardVersion;
+  header.header_size = sizeof(layout::BoardHeader);
+  header.file_size = layout::BoardFileSize();
+  std::memcpy(header.uuid, uuid.data(), std::min(uuid.size(), layout::kUuidBytes - 1));
+  header.entry_count = layout::kEntryCount;
+  header.entry_size = sizeof(layout::BoardEntry);
+  header.owner = layout::PackOwner(-1, 0);
+  return header;
+}
 
 int64_t MonotonicNs() {
   timespec now{};
@@ -108,19 +133,62 @@ Result<Board*> Board::Open(const std::string& dir, std::string_view uuid) {
     ::munmap(base, layout::BoardFileSize());
     return valid;
   }
-  return new Board(base, path);
+  return new Board(base, nullptr, false, path);
 }
 
-Board::Board(void* base, std::string path)
+Result<Board*> Board::Map(int board_fd, int policy_fd, std::string_view uuid, const MapOptions& options) {
+  if (uuid.empty() || uuid.size() >= layout::kUuidBytes)
+    return Status::InvalidArgument("compute board: bad GPU uuid '" + std::string(uuid) + "'");
+  const std::string path = BoardMemfdName(uuid);
+  const std::string policy_path = PolicyMemfdName(uuid);
+  if (Status sealed = CheckSealed(board_fd, layout::BoardFileSize(), path, /*read_only=*/false, options.owner);
+      !sealed.ok())
+    return sealed;
+  if (Status sealed = CheckSealed(policy_fd, layout::PolicyFileSize(), policy_path, !options.writable_policy, options.owner);
+      !sealed.ok())
+    return sealed;
+  struct stat board_info {};
+  if (::fstat(board_fd, &board_info) != 0) return Status::Unavailable(Errno(path));
+  void* base = ::mmap(nullptr, layout::BoardFileSize(), PROT_READ | PROT_WRITE, MAP_SHARED, board_fd, 0);
+  if (base == MAP_FAILED) return Status::Unavailable(Errno(path + ": mmap"));
+  const int protection = options.writable_policy ? PROT_READ | PROT_WRITE : PROT_READ;
+  void* policy = ::mmap(nullptr, layout::PolicyFileSize(), protection, MAP_SHARED, policy_fd, 0);
+  if (policy == MAP_FAILED) {
+    const Status failed = Status::Unavailable(Errno(policy_path + ": mmap"));
+    ::munmap(base, layout::BoardFileSize());
+    return failed;
+  }
+  Status valid = Validate(path, *static_cast<layout::BoardHeader*>(base), uuid);
+  if (valid.ok()) {
+    valid = ValidatePolicy(policy_path, *static_cast<layout::PolicyHeader*>(policy), uuid,
+                           static_cast<uint64_t>(board_info.st_ino));
+  }
+  if (!valid.ok()) {
+    ::munmap(policy, layout::PolicyFileSize());
+    ::munmap(base, layout::BoardFileSize());
+    return valid;
+  }
+  return new Board(base, policy, options.writable_policy, path);
+}
+
+Board::Board(void* base, void* policy, bool policy_writable, std::string path)
     : header_(static_cast<layout::BoardHeader*>(base)),
       entries_(reinterpret_cast<layout::BoardEntry*>(static_cast<char*>(base) + sizeof(layout::BoardHeader))),
+      policy_header_(static_cast<layout::PolicyHeader*>(policy)),
+      policy_(policy == nullptr ? nullptr
+                                : reinterpret_cast<layout::PolicyEntry*>(static_cast<char*>(policy) +
+                                                                         sizeof(layout::PolicyHeader))),
+      policy_writable_(policy_writable),
       path_(std::move(path)) {}
 
-Board::~Board() { ::munmap(header_, layout::BoardFileSize()); }
+Board::~Board() {
+  if (policy_header_ != nullptr) ::munmap(policy_header_, layout::PolicyFileSize());
+  ::munmap(header_, layout::BoardFileSize());
+}
 
-int Board::FindKey(uint64_t key) const {
+int Board::Find(uint64_t key) const {
   for (int i = 0; i < static_cast<int>(layout::kEntryCount); ++i) {
-    if (LoadU64(&entries_[i].key) == key) return i;
+    if (RowKey(i) == key) return i;
   }
   return -1;
 }
@@ -150,12 +218,15 @@ bool Board::Claim(int index, uint64_t key, std::string_view slice_id, int64_t no
 }
 
 int Board::Join(uint64_t key, std::string_view slice_id, int64_t now_ns) {
-  int found = FindKey(key);
-  if (found >= 0) return found;
+  if (key == 0) return -1;  // 0 marks a free row, never a slice (SliceKey)
+  int found = Find(key);
+  // On a managed board the agent gave the slice its row, or none: a workload never claims one
+  // (that is how 32 squatted rows used to leave later slices unenforced).
+  if (found >= 0 || policy_ != nullptr) return found;
   for (int i = 0; i < static_cast<int>(layout::kEntryCount); ++i) {
     if (!Claim(i, key, slice_id, now_ns)) continue;
     // Another process of this slice may have claimed a row at the same time: keep the lowest.
-    const int first = FindKey(key);
+    const int first = Find(key);
     if (first != i) {
       uint64_t mine = key;
       __atomic_compare_exchange_n(&entries_[i].key, &mine, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);

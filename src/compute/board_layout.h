@@ -1,5 +1,7 @@
 // The byte layout of a compute board: one file per physical GPU, shared by every process of
-// every slice on that GPU (docs/compute.md has the same table with offsets). Fixed-size POD
+// every slice on that GPU (docs/compute.md has the same table with offsets); and of the policy
+// table that goes with a board on a managed node (each row's key, share, mode and tier, written
+// by the node agent only). Fixed-size POD
 // structs mapped MAP_SHARED; every field that other processes change is read and written only
 // with __atomic builtins (64/32-bit words). The static_asserts pin each offset, so a layout
 // change cannot slip in without a kBoardVersion bump and a docs update.
@@ -44,6 +46,9 @@ static_assert(offsetof(BoardHeader, vclock) == 104);
 static_assert(sizeof(BoardHeader) == 128);
 
 // One slice's row. Written by the slice's own processes; read by every process on the GPU.
+// On a board with a policy table (a managed node's) `key`, `slice_id`, `share` and `mode_tier`
+// are not used (the agent leaves them 0, and nobody reads them): the policy row of the same
+// index holds them. The rest is the row's dynamic state, as on any board.
 struct alignas(64) BoardEntry {
   uint64_t key;           // atomic: the slice's key; 0 = free row
   char slice_id[kSliceIdBytes];  // for humans (fgpu status); NUL-terminated, advisory
@@ -84,5 +89,46 @@ constexpr int OwnerEntry(uint64_t owner) { return static_cast<int>(owner & 0xff)
 constexpr uint64_t OwnerEpoch(uint64_t owner) { return owner >> 8; }
 
 constexpr uint32_t PackModeTier(uint8_t mode, uint8_t tier) { return mode | (uint32_t{tier} << 8); }
+
+// The policy table of a managed node's board: a sealed memfd the node agent makes beside the
+// board and alone writes; workloads map it read-only. Row r describes board row r.
+inline constexpr char kPolicyMagic[8] = {'F', 'G', 'P', 'U', 'P', 'O', 'L', '1'};
+inline constexpr uint32_t kPolicyVersion = 1;
+
+struct PolicyHeader {
+  char magic[8];          // "FGPUPOL1"
+  uint32_t version;       // kPolicyVersion
+  uint32_t header_size;   // sizeof(PolicyHeader)
+  uint64_t file_size;     // PolicyFileSize()
+  char uuid[kUuidBytes];  // the GPU, NUL-terminated
+  uint32_t entry_count;   // kEntryCount (one policy row per board row)
+  uint32_t entry_size;    // sizeof(PolicyEntry)
+  uint64_t board_inode;   // st_ino of the board memfd this table goes with (a restarted agent pairs them)
+  int64_t created_ns;     // CLOCK_REALTIME when the agent made the pair (the newest pair wins a recovery)
+  uint8_t reserved[32];
+};
+static_assert(offsetof(PolicyHeader, version) == 8);
+static_assert(offsetof(PolicyHeader, file_size) == 16);
+static_assert(offsetof(PolicyHeader, uuid) == 24);
+static_assert(offsetof(PolicyHeader, entry_count) == 72);
+static_assert(offsetof(PolicyHeader, entry_size) == 76);
+static_assert(offsetof(PolicyHeader, board_inode) == 80);
+static_assert(offsetof(PolicyHeader, created_ns) == 88);
+static_assert(sizeof(PolicyHeader) == 128);
+
+// One slice's settings on a managed node. Written by the agent only (assign: the fields, then the
+// key with a release store; free: the key first); read by every process on the GPU.
+struct alignas(64) PolicyEntry {
+  uint64_t key;          // atomic: SliceKey of the slice directory's realpath; 0 = free row
+  uint32_t share;        // atomic: percent, 1..100
+  uint32_t mode_tier;    // atomic: mode | tier << 8
+  char slice_id[kSliceIdBytes];  // for humans; NUL-terminated
+};
+static_assert(offsetof(PolicyEntry, share) == 8);
+static_assert(offsetof(PolicyEntry, mode_tier) == 12);
+static_assert(offsetof(PolicyEntry, slice_id) == 16);
+static_assert(sizeof(PolicyEntry) == 64);
+
+constexpr uint64_t PolicyFileSize() { return sizeof(PolicyHeader) + uint64_t{kEntryCount} * sizeof(PolicyEntry); }
 
 }  // namespace fgpu::compute::layout

@@ -16,8 +16,10 @@ uint64_t Virtual(int64_t busy_ns, uint32_t share) {
 }  // namespace
 
 void Limiter::Configure(uint32_t share, Mode mode, Tier tier) {
-  layout::BoardEntry* row = entry();
   cap_resume_at_ns_.store(0, std::memory_order_relaxed);  // a raised cap applies at once
+  // A managed board's settings are the agent's (its policy table): nothing of ours to publish.
+  if (board_->has_policy()) return;
+  layout::BoardEntry* row = entry();
   __atomic_store_n(&row->share, std::clamp<uint32_t>(share, 1, 100), __ATOMIC_RELEASE);
   __atomic_store_n(&row->mode_tier,
                    layout::PackModeTier(static_cast<uint8_t>(mode), static_cast<uint8_t>(tier)), __ATOMIC_RELEASE);
@@ -26,9 +28,9 @@ void Limiter::Configure(uint32_t share, Mode mode, Tier tier) {
 RowView Limiter::ReadRow(int index) const {
   const layout::BoardEntry* row = board_->entry(index);
   RowView view;
-  view.live = LoadU64(&row->key) != 0;
-  view.share = __atomic_load_n(&row->share, __ATOMIC_ACQUIRE);
-  const uint32_t mode_tier = __atomic_load_n(&row->mode_tier, __ATOMIC_ACQUIRE);
+  view.live = board_->RowKey(index) != 0;
+  view.share = __atomic_load_n(board_->share_word(index), __ATOMIC_ACQUIRE);
+  const uint32_t mode_tier = __atomic_load_n(board_->mode_tier_word(index), __ATOMIC_ACQUIRE);
   view.mode = static_cast<Mode>(mode_tier & 0xff) == Mode::kCap ? Mode::kCap : Mode::kShare;
   view.tier = static_cast<Tier>(std::min<uint32_t>((mode_tier >> 8) & 0xff, 2));
   view.demand_ns = LoadI64(&row->demand_ns);
@@ -84,11 +86,11 @@ Admission Limiter::TryAdmitSlow(int64_t now_ns) {
   }
   const int64_t queued = queued_ns();
   const layout::BoardEntry* row = entry();
-  const uint32_t mode_tier = __atomic_load_n(&row->mode_tier, __ATOMIC_RELAXED);
+  const uint32_t mode_tier = __atomic_load_n(mode_tier_, __ATOMIC_RELAXED);
   if (static_cast<Mode>(mode_tier & 0xff) == Mode::kCap) {
     RowView self;
     self.mode = Mode::kCap;
-    self.share = __atomic_load_n(&row->share, __ATOMIC_RELAXED);
+    self.share = __atomic_load_n(share_, __ATOMIC_RELAXED);
     self.tat_ns = LoadI64(&row->tat_ns);
     const int64_t resume_at = cap_resume_at_ns_.load(std::memory_order_relaxed);
     if (now_ns < resume_at) return Admission{Admission::kWait, resume_at, admission.took};
@@ -124,7 +126,7 @@ void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns, int64_t dev
   StoreMax(&header->last_completion_ns, completed_ns);
   last_completion_ns_.store(std::max(last_completion_ns_.load(), completed_ns));
 
-  const uint32_t share = __atomic_load_n(&row->share, __ATOMIC_RELAXED);
+  const uint32_t share = __atomic_load_n(share_, __ATOMIC_RELAXED);
   const uint64_t virtual_busy = Virtual(busy, share);
   const uint64_t vtime = __atomic_add_fetch(&row->vtime, virtual_busy, __ATOMIC_ACQ_REL);
   StoreMax(&header->vclock, vtime);

@@ -53,9 +53,17 @@ struct Admission {
 
 class Limiter {
  public:
-  Limiter(Board* board, int row, const Policy& policy) : board_(board), row_(row), policy_(policy) {}
+  // The row's settings are read through pointers set here, once: the board row's own words, or
+  // on a board with a policy table (a managed node's) the policy row's, which only the agent writes.
+  Limiter(Board* board, int row, const Policy& policy)
+      : board_(board),
+        row_(row),
+        policy_(policy),
+        share_(board->share_word(row)),
+        mode_tier_(board->mode_tier_word(row)) {}
 
-  // Publishes this slice's settings in its row (live: shares and tiers change at runtime).
+  // Publishes this slice's settings in its row (live: shares and tiers change at runtime). On a
+  // board with a policy table the agent publishes them: only the local cap state is reset.
   void Configure(uint32_t share, Mode mode, Tier tier);
 
   // Inline for the common case (this slice owns the GPU, its demand stamp is fresh, share mode,
@@ -120,7 +128,7 @@ class Limiter {
     const layout::BoardEntry* row = entry();
     if (now_ns - LoadI64(&row->demand_ns) >= kDemandRefreshNs) return false;
     if (layout::OwnerEntry(LoadU64(&board_->header()->owner)) != row_) return false;
-    if (static_cast<Mode>(__atomic_load_n(&row->mode_tier, __ATOMIC_RELAXED) & 0xff) == Mode::kCap) return false;
+    if (static_cast<Mode>(__atomic_load_n(mode_tier_, __ATOMIC_RELAXED) & 0xff) == Mode::kCap) return false;
     return queued_ns() <= policy_.max_inflight_ns || pending_marks_.load(std::memory_order_relaxed) == 0;
   }
   RowView ReadRow(int index) const;
@@ -130,6 +138,10 @@ class Limiter {
   Board* board_;
   int row_;
   Policy policy_;
+  // This row's share and mode|tier words (board.h share_word, mode_tier_word): set once, so the
+  // launch fast path reads its mode with one load whichever table holds it.
+  const uint32_t* share_;
+  const uint32_t* mode_tier_;
   std::atomic<int64_t> queued_ns_{0};     // estimated device time launched, not yet measured
   std::atomic<int64_t> pending_marks_{0};  // closed marks not yet observed complete
   // Estimated device time of one launch, learned from completed marks (EWMA, 1/4 weight).

@@ -34,6 +34,7 @@ static_assert(kNodeConfigMaxBytes <= PATH_MAX);
 constexpr const char* kSliceRootKey = "slice_root";
 constexpr const char* kComputeDirKey = "compute_dir";
 constexpr const char* kPassThroughKey = "pass_through";
+constexpr const char* kBoardSocketKey = "board_socket";
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -226,7 +227,7 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
     return Status::InvalidArgument(where + ": contains a NUL byte (not a text file)");
   }
   NodeConfig config;
-  int slice_root_line = 0, compute_dir_line = 0, pass_through_line = 0;
+  int slice_root_line = 0, compute_dir_line = 0, pass_through_line = 0, board_socket_line = 0;
   int number = 0;
   for (size_t position = 0; position < text.size();) {
     const size_t newline = text.find('\n', position);
@@ -263,13 +264,25 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
     } else if (key == kComputeDirKey) {
       field = &config.compute_dir;
       seen = &compute_dir_line;
+    } else if (key == kBoardSocketKey) {
+      field = &config.board_socket;
+      seen = &board_socket_line;
     } else {
       std::string message = at + "unknown key '" + std::string(key) + "'";
-      const size_t to_root = Distance(key, kSliceRootKey), to_compute = Distance(key, kComputeDirKey);
-      if (std::min(to_root, to_compute) <= 3) {
-        message += std::string("; did you mean ") + (to_root <= to_compute ? kSliceRootKey : kComputeDirKey) + "?";
+      const char* nearest = nullptr;
+      size_t nearest_distance = 4;  // only a near miss is worth suggesting
+      for (const char* known : {kSliceRootKey, kComputeDirKey, kPassThroughKey, kBoardSocketKey}) {
+        const size_t distance = Distance(key, known);
+        if (distance < nearest_distance) {
+          nearest = known;
+          nearest_distance = distance;
+        }
+      }
+      if (nearest != nullptr) {
+        message += std::string("; did you mean ") + nearest + "?";
       } else {
-        message += std::string(" (the keys are ") + kSliceRootKey + ", " + kComputeDirKey + " and " + kPassThroughKey + ")";
+        message += std::string(" (the keys are ") + kSliceRootKey + ", " + kComputeDirKey + ", " + kPassThroughKey +
+                   " and " + kBoardSocketKey + ")";
       }
       return Status::InvalidArgument(message);
     }

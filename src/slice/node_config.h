@@ -12,8 +12,13 @@
 //   both required, each exactly once:
 //     slice_root  = /absolute/dir   every slice of this node is a directory directly under it
 //     compute_dir = /absolute/dir   the per-GPU compute boards of this node
+//   Optional keys, each at most once:
+//     pass_through = allow|deny     whether FGPU_DISABLE=1 is honoured (default deny)
+//     board_socket = /absolute/path the node agent's socket that hands out the sealed compute
+//                                   boards (docs/compute.md "The board on a managed node");
+//                                   when set, compute_dir is not used for boards
 //   A value is one word (no blank or control character: a `#` after a value is not a comment)
-//   and an absolute path (shorter than PATH_MAX, as the whole file is). Unknown or duplicate
+//   and, but for pass_through, an absolute path (shorter than PATH_MAX, as the whole file is). Unknown or duplicate
 //   keys, a missing key, a line without `=`, a NUL byte or an oversized file are
 //   InvalidArgument, naming "<source>:<line>" and the problem (and the nearest key for a
 //   misspelt one).
@@ -73,6 +78,10 @@ struct NodeConfig {
   // run without enforcement on this node. Denied, it is ignored: a user cannot switch its own
   // caps off.
   bool allow_pass_through = false;
+  // `board_socket = /abs/path` (optional; "" when unset): where the node agent hands each GPU's
+  // compute board and policy table to the users of that GPU's slices, as sealed memfds. Set, the
+  // interposer gets its boards there and never opens a file in compute_dir.
+  std::string board_socket;
 };
 
 Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view source);

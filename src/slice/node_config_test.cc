@@ -62,7 +62,7 @@ TEST(NodeConfigParse, EveryErrorNamesTheLineAndTheProblem) {
   ExpectParseError(ok_compute + " = /s\n", "node.conf:2: a value without a key");
   ExpectParseError(ok_compute + "slice_roots = /s\n", "node.conf:2: unknown key 'slice_roots'; did you mean slice_root?");
   ExpectParseError("computedir = /s\n", "node.conf:1: unknown key 'computedir'; did you mean compute_dir?");
-  ExpectParseError("gpus = 4\n", "node.conf:1: unknown key 'gpus' (the keys are slice_root, compute_dir and pass_through)");
+  ExpectParseError("gpus = 4\n", "node.conf:1: unknown key 'gpus' (the keys are slice_root, compute_dir, pass_through and board_socket)");
   ExpectParseError("Slice_Root = /s\n", "unknown key 'Slice_Root'; did you mean slice_root?");
   ExpectParseError(ok_compute + "slice_root = /a\n# again\nslice_root = /b\n",
                    "node.conf:4: slice_root is set twice (first at line 2)");
@@ -399,6 +399,22 @@ TEST(NodeConfigParse, PassThroughIsDeniedUnlessAllowed) {
     ASSERT_FALSE(refused.ok()) << bad;
     EXPECT_NE(refused.status().message().find("pass_through"), std::string::npos) << refused.status().message();
   }
+}
+
+TEST(NodeConfigParse, BoardSocketIsAnOptionalAbsolutePath) {
+  const std::string base = "slice_root = /var/lib/fgpu/slices\ncompute_dir = /run/fgpu/compute\n";
+  Result<NodeConfig> config = ParseNodeConfig(base, "node.conf");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->board_socket, "") << "unset: the boards are files in compute_dir, as before";
+  config = ParseNodeConfig(base + "board_socket = /var/lib/fgpu/boards.sock\n", "node.conf");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->board_socket, "/var/lib/fgpu/boards.sock");
+  ExpectParseError(base + "board_socket = boards.sock\n",
+                   "node.conf:3: board_socket must be an absolute path, got 'boards.sock'");
+  ExpectParseError(base + "board_socket = /a\nboard_socket = /b\n", "node.conf:4: board_socket is set twice (first at line 3)");
+  ExpectParseError(base + "board_socket =\n", "node.conf:3: board_socket has no value");
+  ExpectParseError(base + "board_socket = /a b\n", "has a blank or control character");
+  ExpectParseError(base + "boards_socket = /a\n", "node.conf:3: unknown key 'boards_socket'; did you mean board_socket?");
 }
 
 }  // namespace
