@@ -16,6 +16,8 @@
 #include <iostream>
 
 #include "agent/api.h"
+#include "agent/board_registry.h"
+#include "agent/board_server.h"
 #include "agent/config.h"
 #include "agent/membership.h"
 #include "agent/metrics.h"
@@ -27,6 +29,7 @@
 #include "compute/board.h"
 #include "core/units.h"
 #include "slice/node_config.h"
+#include "slice/slice.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 
@@ -110,6 +113,39 @@ Status PrepareBoards(const std::string& compute_dir, const std::vector<GpuState>
   return Status::Ok();
 }
 
+// The processes that may still map a GPU's sealed board after a restart: every slice's ledger
+// processes and members. Candidates only: recovery adopts only memfds this agent's user made.
+std::vector<pid_t> BoardHolders(const SliceService& slices) {
+  std::vector<pid_t> pids;
+  for (const SliceRecord& slice : slices.List()) {
+    if (Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice.dir); admin.ok()) {
+      for (const slice::ProcessUsage& process : admin->Usage().processes) pids.push_back(process.pid);
+    }
+    for (const pid_t pid : slices.membership().CgroupProcesses(slice.id)) pids.push_back(pid);
+    for (const Member& member : slices.membership().Members(slice.id)) pids.push_back(member.pid);
+  }
+  return pids;
+}
+
+// A managed node with board_socket: each GPU's board and policy table are sealed memfds this
+// agent makes (or recovers from its workloads after a restart), assigns rows in and hands out.
+Result<std::unique_ptr<BoardRegistry>> OpenSealedBoards(const std::vector<GpuState>& gpus, SliceService& slices) {
+  std::vector<std::string> uuids;
+  for (const GpuState& gpu : gpus) uuids.push_back(gpu.uuid);
+  Result<std::unique_ptr<BoardRegistry>> registry = BoardRegistry::Open(uuids, BoardHolders(slices), geteuid());
+  if (!registry.ok()) return registry.status();
+  BoardRegistry* boards = registry->get();
+  for (const std::string& change : boards->Rebuild(slices.List())) std::cout << "fgpu agent: " << change << std::endl;
+  int recovered = 0;
+  for (const std::string& uuid : uuids) recovered += boards->Recovered(uuid) ? 1 : 0;
+  std::cout << "fgpu agent: compute boards sealed: " << recovered << " recovered from live workloads, "
+            << uuids.size() - static_cast<size_t>(recovered) << " new" << std::endl;
+  slices.SetObserver([boards](const SliceRecord& slice, bool gone) { boards->Observe(slice, gone); });
+  slices.SetMaxSlicesPerGpu(static_cast<int>(compute::layout::kEntryCount));
+  UseSealedBoards([boards](const std::string& uuid) { return boards->BoardOf(uuid); });
+  return registry;
+}
+
 int Fail(const std::string& message) {
   std::cerr << "fgpu agent: " << message << "\n";
   return 1;
@@ -156,7 +192,9 @@ int RunAgent(const AgentOptions& options) {
   const std::string compute_dir = node->managed ? node->config.compute_dir
                                   : compute_dir_env != nullptr && *compute_dir_env != '\0' ? compute_dir_env
                                                                                           : "/dev/shm/fgpu-compute";
-  if (node->managed) {
+  // board_socket: sealed memfds handed out by this agent, no files; else files in compute_dir.
+  const bool sealed_boards = node->managed && !node->config.board_socket.empty();
+  if (node->managed && !sealed_boards) {
     if (Status boards = PrepareBoards(compute_dir, *gpus); !boards.ok()) return Fail(boards.message());
   }
   UsageReader busy(compute_dir);
@@ -170,6 +208,16 @@ int RunAgent(const AgentOptions& options) {
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
   slices.SetUsageRetention(config->usage_retention_ms);
   slices.PruneMembers();  // the cgroups of slices a killed agent left empty
+  std::unique_ptr<BoardRegistry> boards;
+  std::unique_ptr<BoardServer> board_server;
+  if (sealed_boards) {
+    Result<std::unique_ptr<BoardRegistry>> opened = OpenSealedBoards(*gpus, slices);
+    if (!opened.ok()) return Fail(opened.status().message());
+    boards = std::move(*opened);
+    board_server = std::make_unique<BoardServer>(boards.get(), SliceOwnersOn(&slices));
+    if (Status listening = board_server->Listen(node->config.board_socket); !listening.ok()) return Fail(listening.message());
+    if (Status started = board_server->Start(); !started.ok()) return Fail(started.message());
+  }
 
   StopLoss stop_loss(&slices, *nvml, config->stop_loss, [&busy](const SliceRecord& slice) {
     const SliceUsage usage = busy.Read({slice}).front();
@@ -195,7 +243,8 @@ int RunAgent(const AgentOptions& options) {
   if (Status listening = server.ListenUnix(socket, 0666); !listening.ok()) return Fail(listening.message());
   if (Status started = server.Start(); !started.ok()) return Fail(started.message());
   std::cout << "fgpu agent: placement policy " << placer->policy() << "; " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "
-            << where << "unix:" << socket << std::endl;
+            << where << "unix:" << socket << (sealed_boards ? "; compute boards on " + node->config.board_socket : "")
+            << std::endl;
 
   // Between signals, release the slices whose workloads have exited and serve the queue.
   int received = -1;
@@ -225,6 +274,9 @@ int RunAgent(const AgentOptions& options) {
   (void)slices.Account(UnixMsNow());  // a clean stop bills up to now
   std::cout << "fgpu agent: stopping (signal " << received << ")" << std::endl;
   server.Stop();
+  if (board_server) board_server->Stop();
+  slices.SetObserver(nullptr);  // the registry goes before the service
+  UseSealedBoards(nullptr);
   slices.CloseMembership();
   return 0;
 }

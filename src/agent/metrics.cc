@@ -178,22 +178,30 @@ uint64_t BoardKey(const std::string& dir) {
   return compute::SliceKey(realpath(dir.c_str(), resolved) != nullptr ? resolved : dir);
 }
 
+// The slice's row (by its key: in the policy table on a sealed board, else the row's own).
 void ReadRow(const compute::Board& board, uint64_t key, SliceUsage* usage) {
-  for (int row = 0; row < static_cast<int>(compute::layout::kEntryCount); ++row) {
-    const compute::layout::BoardEntry* entry = board.entry(row);
-    if (__atomic_load_n(&entry->key, __ATOMIC_ACQUIRE) != key) continue;
-    usage->busy_ns = __atomic_load_n(&entry->busy_ns, __ATOMIC_RELAXED);
-    usage->throttled_ns = __atomic_load_n(&entry->throttled_ns, __ATOMIC_RELAXED);
-    usage->launches = __atomic_load_n(&entry->launches, __ATOMIC_RELAXED);
-    return;
-  }
+  const int row = board.Find(key);
+  if (row < 0) return;
+  const compute::layout::BoardEntry* entry = board.entry(row);
+  usage->busy_ns = __atomic_load_n(&entry->busy_ns, __ATOMIC_RELAXED);
+  usage->throttled_ns = __atomic_load_n(&entry->throttled_ns, __ATOMIC_RELAXED);
+  usage->launches = __atomic_load_n(&entry->launches, __ATOMIC_RELAXED);
+}
+
+// Set once before the readers run (UseSealedBoards), read by them after: no lock.
+SealedBoards& Sealed() {
+  static SealedBoards boards;
+  return boards;
 }
 
 }  // namespace
 
+void UseSealedBoards(SealedBoards boards) { Sealed() = std::move(boards); }
+
 // The GPU's compute board, mapped once; null while it does not exist (nothing launched there
 // yet). The reader never creates a board.
 const compute::Board* UsageReader::BoardFor(const std::string& gpu_uuid) {
+  if (Sealed()) return Sealed()(gpu_uuid);
   std::unique_ptr<compute::Board>& board = cache_->boards[gpu_uuid];
   std::error_code error;
   if (board == nullptr && std::filesystem::exists(compute_dir_ + "/" + gpu_uuid, error)) {

@@ -4,6 +4,7 @@
 // ratios 0..1), `_total` for counters, one family per name with HELP and TYPE.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,7 +48,10 @@ struct MetricsSnapshot {
 
 // Reads every slice's ledger and board row. Keeps the slices' ledgers and the GPUs' boards
 // mapped between scrapes (opening and validating them is most of a scrape's cost); a slice no
-// longer listed is let go. Thread-safe (scrapes are serialised).
+// longer listed is let go. Thread-safe (scrapes are serialised). The boards are the files in
+// `compute_dir`, or after UseSealedBoards the agent's own mappings of the sealed memfds (a
+// managed node with board_socket: no file to open, nothing anyone can truncate under it); a
+// slice's row is found by its key in the board's policy table when it has one.
 class UsageReader {
  public:
   explicit UsageReader(std::string compute_dir);
@@ -66,5 +70,10 @@ class UsageReader {
 };
 
 std::string RenderMetrics(const MetricsSnapshot& snapshot);
+
+// The agent's sealed boards (board_registry.h), by GPU uuid (null: none), for every UsageReader
+// of this process — the API's and the agent's own. Set once at start, before any reader runs.
+using SealedBoards = std::function<const compute::Board*(const std::string& uuid)>;
+void UseSealedBoards(SealedBoards boards);
 
 }  // namespace fgpu::agent

@@ -77,7 +77,8 @@ std::string NewTicket() {
 }
 
 bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
-  return !room.exclusive && room.fenced.empty() && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100;
+  return !room.exclusive && room.fenced.empty() && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100 &&
+         (room.max_slices == 0 || room.slices < room.max_slices);
 }
 
 }  // namespace
@@ -222,6 +223,7 @@ std::vector<GpuRoom> SliceService::RoomsLocked() const {
       room.compute_reserved += slice.compute_share;
       room.slices++;
     }
+    room.max_slices = max_slices_per_gpu_;
     rooms.push_back(room);
   }
   return rooms;
@@ -294,6 +296,10 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
       if (room.exclusive) return Status::ResourceExhausted("GPU " + *request.gpu + " is in exclusive mode");
       if (!room.fenced.empty()) {
         return Status::ResourceExhausted("GPU " + *request.gpu + " takes no new slices for now (stop-loss: " + room.fenced + ")");
+      }
+      if (room.max_slices != 0 && room.slices >= room.max_slices) {
+        return Status::ResourceExhausted("GPU " + *request.gpu + " holds " + std::to_string(room.slices) +
+                                         " slices, the most its compute board has rows for");
       }
       if (Fits(room, request.memory_bytes, share_on(room))) return std::make_pair(room.gpu.uuid, share_on(room));
       return Status::ResourceExhausted("GPU " + *request.gpu + " has " +
@@ -414,6 +420,7 @@ Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, con
     return status;
   }
   slices_.push_back(record);
+  if (observer_) observer_(record, /*gone=*/false);
   return record;
 }
 
@@ -579,6 +586,7 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
   }
   if (Status status = store_->PutSlice(updated); !status.ok()) return status;
   *it = updated;
+  if (observer_) observer_(updated, /*gone=*/false);
   PlaceQueuedLocked();  // a slice that shrank may make room
   return updated;
 }
@@ -608,8 +616,20 @@ Status SliceService::DeleteLocked(const std::string& id) {
   std::error_code ignored;
   std::filesystem::remove_all(it->dir, ignored);
   membership_->Forget(id);
+  const SliceRecord gone = *it;
   slices_.erase(it);
+  if (observer_) observer_(gone, /*gone=*/true);
   return Status::Ok();
+}
+
+void SliceService::SetObserver(Observer observer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  observer_ = std::move(observer);
+}
+
+void SliceService::SetMaxSlicesPerGpu(int most) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  max_slices_per_gpu_ = most;
 }
 
 }  // namespace fgpu::agent

@@ -87,12 +87,18 @@ struct GpuRoom {
   uint32_t compute_reserved = 0;
   int slices = 0;
   std::string fenced{};  // why stop-loss holds new placements off it now ("" = not fenced)
+  int max_slices = 0;    // the most slices it may hold (0: no limit; SetMaxSlicesPerGpu)
 };
 
 class SliceService {
  public:
   // A slice's measured busy counter now (its compute board row), for chargeback.
   using BusyReader = std::function<uint64_t(const SliceRecord&)>;
+
+  // Told of every change to the slices, under the service's lock (so it must not call back into
+  // the service): a slice created or resized (`gone` false, the record as it now is) or deleted
+  // (`gone` true). Restore tells nothing: the observer reads List() once restored.
+  using Observer = std::function<void(const SliceRecord& slice, bool gone)>;
 
   // Chooses among the GPUs with room (index into the rooms given); null: best fit by memory.
   using Placer = std::function<Result<std::size_t>(const std::vector<GpuRoom>&, const std::vector<SliceRecord>&,
@@ -121,6 +127,11 @@ class SliceService {
   Status Delete(const std::string& id);
   std::vector<GpuRoom> Rooms() const;
   int QueueLength() const;
+  // The board registry's row assignment (board_registry.h) on a managed node with sealed boards.
+  void SetObserver(Observer observer);
+  // At most `most` slices on one GPU (0: no limit), so that each gets one of its compute board's
+  // rows: a GPU that holds that many has no room.
+  void SetMaxSlicesPerGpu(int most);
   // Which processes belong to which slice (membership.h); by default without cgroups.
   void SetMembership(std::shared_ptr<Membership> membership) { membership_ = std::move(membership); }
   const Membership& membership() const { return *membership_; }
@@ -195,6 +206,8 @@ class SliceService {
   std::vector<PendingRelease> pending_releases_;
   std::shared_ptr<Membership> membership_ = std::make_shared<Membership>("", "");
   int64_t retention_ms_ = 0;
+  Observer observer_;
+  int max_slices_per_gpu_ = 0;
 };
 
 }  // namespace fgpu::agent

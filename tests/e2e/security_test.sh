@@ -549,4 +549,115 @@ time.sleep(4)' "$STATE/agent.sock" "$PORT" "$SCRATCH/attacker/ready" &
   expect_code 200
 }
 
+# A managed node whose configuration names board_socket: the agent makes each GPU's compute board
+# and policy table as sealed memfds and hands them to root and to the owners of that GPU's slices
+# only (docs/compute.md "The board on a managed node"). Sets up /etc/fgpu as
+# case_self_made_slice_on_managed_node does, starts the agent and defines `managed`.
+start_sealed_node() {
+  require_probe_and_driver
+  HOOK="$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so"
+  [ -f "$HOOK" ] || skip "$HOOK is not built"
+  command -v unshare >/dev/null 2>&1 || skip "unshare (util-linux) is not installed"
+  [ -d /etc/fgpu ] || { mkdir /etc/fgpu && MADE_ETC=1; } || skip "cannot make /etc/fgpu for the bind mount"
+  [ ! -e /etc/fgpu/node.conf ] || skip "this machine is a managed node already"
+  mkdir -p "$SCRATCH/etc-fgpu"
+  printf 'slice_root = %s\ncompute_dir = %s\nboard_socket = %s\n' "$STATE/slices" "$SCRATCH/boards" \
+    "$STATE/boards.sock" >"$SCRATCH/etc-fgpu/node.conf"
+  FGPU_NODE_CONFIG="$SCRATCH/etc-fgpu/node.conf" start_agent
+  chmod 0666 "/dev/shm$SEGMENT"
+  [ "$(stat -c '%a %u' "$STATE/boards.sock")" = "666 0" ] || fail "board socket: $(stat -c '%a %u' "$STATE/boards.sock")"
+  mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
+  # managed UID CMD...: CMD as UID on the managed node, on the simulated GPUs.
+  managed() {
+    uid=$1
+    shift
+    unshare -m --propagation private sh -c 'mount --bind "$1" /etc/fgpu && shift && exec "$@"' sh \
+      "$SCRATCH/etc-fgpu" setpriv --reuid "$uid" --regid "$uid" --clear-groups -- \
+      env HOME="$SCRATCH/attacker" TMPDIR="$SCRATCH/attacker" \
+      "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$@"
+  }
+}
+
+# board_ask UID GPU: asks the board socket for GPU's board as UID, as the interposer does, and with
+# what it gets tries what an attacker would. Prints "code=N reason=... fds=N" and one line per try.
+board_ask() {
+  as "$1" "$PYTHON" -c '
+import array, errno, mmap, os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(3)
+s.connect(sys.argv[1])
+s.send(sys.argv[2].encode())
+fds = array.array("i")
+message, ancillary, flags, address = s.recvmsg(300, socket.CMSG_LEN(4 * fds.itemsize))
+for level, kind, data in ancillary:
+    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+print("code=%d reason=%s fds=%d" % (message[0], message[1:].decode(), len(fds)))
+if len(fds) == 2:
+    board, policy = fds
+    def attempt(name, call):
+        try:
+            call()
+            print(name + "=succeeded")
+        except OSError as error:
+            print(name + "=" + errno.errorcode[error.errno])
+    attempt("truncate_board", lambda: os.ftruncate(board, 0))
+    attempt("grow_board", lambda: os.ftruncate(board, 1 << 20))
+    attempt("truncate_policy", lambda: os.ftruncate(policy, 0))
+    attempt("write_policy", lambda: os.pwrite(policy, b"x", 8))
+    attempt("map_policy_writable", lambda: mmap.mmap(policy, 2176, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE))
+    attempt("reopen_policy_rw", lambda: os.open("/proc/self/fd/%d" % policy, os.O_RDWR))
+    print("board_bytes=%d" % os.fstat(board).st_size)
+' "$STATE/boards.sock" "$2"
+}
+
+# A user with no slice on the GPU is refused its board (the victim has one there); root is not.
+case_compute_board_of_a_gpu_without_a_slice() {
+  start_sealed_node
+  victim_slice
+  gpu=$(field "$VICTIM_JSON" gpu)
+  answer=$(board_ask "$ATTACKER" "$gpu") || fail "board_ask as the attacker: $answer"
+  echo "attacker, no slice on $gpu: $answer"
+  case "$answer" in "code=1 reason=uid $ATTACKER has no slice on GPU $gpu"*"fds=0") ;; *) fail "not refused: $answer" ;; esac
+  # A slice on the other GPU is no key to this one.
+  unix_call "$ATTACKER" POST /v1/slices '{"memory":"1GiB","compute":10,"gpu":"1"}'
+  expect_code 201
+  answer=$(board_ask "$ATTACKER" "$gpu")
+  case "$answer" in "code=1 "*) ;; *) fail "a slice on another GPU opened this one's board: $answer" ;; esac
+  answer=$(board_ask "$VICTIM" "$gpu")
+  case "$answer" in "code=0 reason= fds=2"*) ;; *) fail "the victim was refused its own GPU's board: $answer" ;; esac
+  answer=$(board_ask 0 "$gpu")
+  case "$answer" in "code=0 reason= fds=2"*) ;; *) fail "root was refused: $answer" ;; esac
+  answer=$(board_ask "$ATTACKER" "GPU-not-here")
+  case "$answer" in "code=2 "*"fds=0") ;; *) fail "an unknown GPU: $answer" ;; esac
+}
+
+# A user with a slice on the GPU gets its board but cannot truncate it — the victim's workload on
+# the same GPU keeps running, enforced — nor write the policy table.
+case_sealed_board_cannot_be_truncated() {
+  start_sealed_node
+  victim_slice
+  gpu=$(field "$VICTIM_JSON" gpu)
+  unix_call "$ATTACKER" POST /v1/slices "{\"memory\":\"1GiB\",\"compute\":10,\"gpu\":\"$gpu\"}"
+  expect_code 201
+  mkdir "$SCRATCH/victim" && chown "$VICTIM:$VICTIM" "$SCRATCH/victim"
+  managed "$VICTIM" env LD_PRELOAD="$HOOK" FGPU_SLICE="$VICTIM_DIR" CUDA_VISIBLE_DEVICES="$gpu" \
+    "$PROBE" spin --duty 100 --seconds 4 --kernel-us 1000 --window-ms 1000 \
+    >"$SCRATCH/victim/spin.out" 2>"$SCRATCH/victim/spin.err" &
+  spinner=$!
+  PIDS="$PIDS $spinner"
+  sleep 1.5  # the victim's gate has mapped the board
+  answer=$(board_ask "$ATTACKER" "$gpu") || fail "board_ask as the attacker: $answer"
+  echo "attacker, its own slice on $gpu:"
+  echo "$answer" | sed 's/^/  /'
+  for expected in "code=0 reason= fds=2" truncate_board=EPERM grow_board=EPERM truncate_policy=EINVAL \
+    write_policy=EBADF map_policy_writable=EACCES reopen_policy_rw=EACCES board_bytes=6272; do
+    printf '%s\n' "$answer" | grep -qx "$expected" || fail "expected $expected: $answer"
+  done
+  wait "$spinner" || fail "the victim's workload died: $(cat "$SCRATCH/victim/spin.err")"
+  grep -q '"event":"spin"' "$SCRATCH/victim/spin.out" || fail "the victim's workload did not finish: $(cat "$SCRATCH/victim/spin.out")"
+  [ ! -s "$SCRATCH/victim/spin.err" ] || fail "the victim's workload was not enforced: $(cat "$SCRATCH/victim/spin.err")"
+  expect_victim_unchanged
+}
+
 run_case "$@"

@@ -18,6 +18,7 @@
 
 #include "compute/board.h"
 #include "core/abi/cuda_api.h"
+#include "hook/compute/board_source.h"
 #include "hook/interpose/log.h"
 #include "hook/interpose/real_calls.h"
 #include "hook/interpose/real_driver.h"
@@ -218,7 +219,7 @@ const char* BaseName(const char* path) {
     gate->state.store(GpuGate::kUngated, std::memory_order_release);
     return nullptr;
   }
-  Result<compute::Board*> board = compute::Board::Open(hook.options.compute_dir, facts.uuid);
+  Result<compute::Board*> board = OpenComputeBoard(hook.options, facts.uuid);
   const int64_t now = compute::MonotonicNs();
   const std::string identity = SliceIdentity(hook.options.slice_dir);
   const int row = board.ok() ? (*board)->Join(compute::SliceKey(identity), BaseName(identity.c_str()), now) : -1;
@@ -234,9 +235,10 @@ const char* BaseName(const char* path) {
     if (!board.ok()) {
       LogProblem("compute shares are not enforced on %s: %s", facts.uuid, board.status().message().c_str());
     } else {
-      LogProblem("compute shares are not enforced on %s: %s", facts.uuid,
-                 row < 0 ? "every row of its compute board is held by another slice"
-                         : "cannot start the completion thread");
+      const char* why = row >= 0             ? "cannot start the completion thread"
+                        : (*board)->has_policy() ? "the node agent has given this slice no row on its compute board"
+                                                 : "every row of its compute board is held by another slice";
+      LogProblem("compute shares are not enforced on %s: %s", facts.uuid, why);
     }
     // Once per process and GPU: the gate is never resolved again.
     hook.ledger->CountComputeUnenforced();
