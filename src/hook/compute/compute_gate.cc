@@ -239,6 +239,7 @@ const char* BaseName(const char* path) {
                         : (*board)->has_policy() ? "the node agent has given this slice no row on its compute board"
                                                  : "every row of its compute board is held by another slice";
       LogProblem("compute shares are not enforced on %s: %s", facts.uuid, why);
+      if (row < 0) delete *board;  // nobody joined it: nothing refers to it
     }
     // Once per process and GPU: the gate is never resolved again.
     hook.ledger->CountComputeUnenforced();
