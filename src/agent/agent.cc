@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -146,6 +147,16 @@ Result<std::unique_ptr<BoardRegistry>> OpenSealedBoards(const std::vector<GpuSta
   return registry;
 }
 
+// The HTTP server sizes its connection cap to the descriptors it may open (docs/net.md): take
+// every one the hard limit allows, so one user's idle connections cannot crowd the others out.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 int Fail(const std::string& message) {
   std::cerr << "fgpu agent: " << message << "\n";
   return 1;
@@ -166,6 +177,7 @@ int RunAgent(const AgentOptions& options) {
   const sigset_t signals = StopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  RaiseDescriptorLimit();
   // What the agent makes is its own unless it says otherwise (slice files, the socket, boards set
   // their modes explicitly): the database and its journals hold every tenant's usage.
   umask(077);
@@ -230,6 +242,10 @@ int RunAgent(const AgentOptions& options) {
   net::HttpServer::Options server_options;
   server_options.max_body = 64 * 1024;  // the API's bodies are a few hundred bytes
   net::HttpServer server([&api](const net::HttpRequest& request) { return api.Handle(request); }, server_options);
+  api.SetHttpStats([&server] { return server.stats(); });
+  if (board_server) {
+    api.SetBoardStats([&board_server] { return std::make_pair(board_server->handed_out(), board_server->refused()); });
+  }
   std::string where;
   if (!options.listen.empty()) {
     Result<net::Endpoint> endpoint = net::ParseEndpoint(options.listen, /*any_port=*/true);

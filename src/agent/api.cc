@@ -319,6 +319,8 @@ net::HttpResponse Api::Metrics() {
   snapshot.queued = slices_->QueueLength();
   snapshot.disk_full_events = slices_->DiskFullEvents();
   snapshot.pending_releases = slices_->PendingReleases();
+  if (http_stats_) snapshot.http = http_stats_();
+  if (board_stats_) snapshot.boards_handed_out_refused = board_stats_();
   if (stop_loss_ != nullptr) snapshot.stop_loss = stop_loss_->Counters();
   net::HttpResponse response;
   response.content_type = "text/plain; version=0.0.4; charset=utf-8";

@@ -34,6 +34,7 @@
 // reason), 404 (no such slice, GPU or ticket), 405, 409 (no room), 415 (not JSON), 500.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -71,6 +72,9 @@ class Api {
   // Stop-loss counters for /metrics (none when unset).
   void SetStopLoss(const StopLoss* stop_loss) { stop_loss_ = stop_loss; }
   void SetWorkloadEnvironment(WorkloadEnvironment workload) { workload_ = std::move(workload); }
+  // The API server's counters and the board handout's (handed out, refused), for /metrics.
+  void SetHttpStats(std::function<net::ServerStats()> stats) { http_stats_ = std::move(stats); }
+  void SetBoardStats(std::function<std::pair<uint64_t, uint64_t>()> stats) { board_stats_ = std::move(stats); }
   // Who may do what; until set: root (and TCP with no token) as in AccessPolicy's defaults.
   void SetAccess(std::shared_ptr<const Access> access) { access_ = std::move(access); }
 
@@ -94,6 +98,8 @@ class Api {
   const StopLoss* stop_loss_ = nullptr;
   WorkloadEnvironment workload_;
   std::shared_ptr<const Access> access_ = std::make_shared<Access>(AccessPolicy{});
+  std::function<net::ServerStats()> http_stats_;
+  std::function<std::pair<uint64_t, uint64_t>()> board_stats_;
 };
 
 }  // namespace fgpu::agent

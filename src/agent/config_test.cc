@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
+
+#include "slice/node_config.h"
 
 namespace fgpu::agent {
 namespace {
@@ -89,6 +92,20 @@ TEST_F(ConfigTest, TheTokenFileMustBePrivate) {
   EXPECT_FALSE(LoadToken(token).ok());
   unlink(token.c_str());
   EXPECT_EQ(LoadToken(token).status().code(), StatusCode::kNotFound);
+}
+
+// What deploy/ ships is what an admin copies: it must load as it is.
+TEST(DeployedConfigTest, TheExamplesLoad) {
+  Result<AgentConfig> config = LoadConfig(std::string(FGPU_DEPLOY_DIR) + "/agent.json");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->access.admin_group, "fgpu-admin");
+  EXPECT_EQ(config->access.groups.at("inference").tiers.count(slice::Tier::kLatency), 1u);
+  std::ifstream file(std::string(FGPU_DEPLOY_DIR) + "/node.conf");
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  Result<slice::NodeConfig> node = slice::ParseNodeConfig(text, "deploy/node.conf");
+  ASSERT_TRUE(node.ok()) << node.status().message();
+  EXPECT_FALSE(node->allow_pass_through);
+  EXPECT_FALSE(node->board_socket.empty());
 }
 
 }  // namespace

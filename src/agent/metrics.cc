@@ -260,6 +260,27 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
     const auto it = snapshot.stop_loss.unaccounted_bytes.find(slice.id);
     if (it != snapshot.stop_loss.unaccounted_bytes.end()) out.Sample(SliceLabels(slice), static_cast<double>(it->second));
   }
+  if (snapshot.http) {
+    const net::ServerStats& http = *snapshot.http;
+    out.Family("fgpu_agent_http_open_connections", "gauge", "Connections of the API being read, queued or answered.");
+    out.Sample({}, static_cast<double>(http.open_connections));
+    out.Family("fgpu_agent_http_requests_total", "counter", "Requests of the API answered by its handler.");
+    out.Sample({}, static_cast<double>(http.handled));
+    out.Family("fgpu_agent_http_refused_total", "counter",
+               "Connections and requests of the API refused or cut, by reason (docs/net.md).");
+    const std::pair<const char*, uint64_t> reasons[] = {
+        {"peer_limit", http.refused_peer_limit}, {"server_full", http.refused_server_full},
+        {"queue_full", http.refused_queue_full}, {"head_timeout", http.head_timeouts},
+        {"read_timeout", http.read_timeouts},     {"malformed", http.malformed},
+        {"write_failure", http.write_failures},   {"accept_failure", http.accept_failures}};
+    for (const auto& [reason, count] : reasons) out.Sample({{"reason", reason}}, static_cast<double>(count));
+  }
+  if (snapshot.boards_handed_out_refused) {
+    out.Family("fgpu_agent_board_handouts_total", "counter",
+               "Compute boards handed out on the board socket, and refused (no slice on that GPU, bad request).");
+    out.Sample({{"result", "handed_out"}}, static_cast<double>(snapshot.boards_handed_out_refused->first));
+    out.Sample({{"result", "refused"}}, static_cast<double>(snapshot.boards_handed_out_refused->second));
+  }
   out.Family("fgpu_agent_state_disk_full_total", "counter",
              "Writes of the agent's state database that found its disk full (the 4 MiB reserve was freed).");
   out.Sample({}, static_cast<double>(snapshot.disk_full_events));
@@ -286,6 +307,15 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
   out.Family("fgpu_stop_loss_starvations_unconfirmed_total", "counter",
              "Windows a slice's own counters called it starved but NVML did not confirm (no action taken).");
   out.Sample({}, static_cast<double>(snapshot.stop_loss.starvations_unconfirmed));
+  out.Family("fgpu_slice_compute_busy_unconfirmed_seconds", "gauge",
+             "The slice's self-reported busy time minus what NVML measured for its processes, since the agent "
+             "started watching it: positive means billed time the driver did not see.");
+  for (const SliceRecord& slice : snapshot.slices) {
+    const auto it = snapshot.stop_loss.busy_difference_ns.find(slice.id);
+    if (it != snapshot.stop_loss.busy_difference_ns.end()) {
+      out.Sample(SliceLabels(slice), static_cast<double>(it->second) / 1e9);
+    }
+  }
   out.Family("fgpu_slice_compute_busy_measured_seconds_total", "counter",
              "GPU time of the slice's processes by the driver's per-process SM utilization (NVML): the check on "
              "fgpu_slice_compute_busy_seconds_total, which the slice's interposer reports.");

@@ -7,10 +7,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "agent/nvml_client.h"
+#include "net/server_stats.h"
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
 #include "slice/slice.h"
@@ -44,6 +47,9 @@ struct MetricsSnapshot {
   StopLossCounters stop_loss;
   uint64_t disk_full_events = 0;  // state database writes that found the disk full
   int pending_releases = 0;       // released slices whose last interval waits for the disk
+  std::optional<net::ServerStats> http;  // the API server's connections and refusals
+  // The compute board handout (managed node with board_socket); nullopt without one.
+  std::optional<std::pair<uint64_t, uint64_t>> boards_handed_out_refused;
 };
 
 // Reads every slice's ledger and board row. Keeps the slices' ledgers and the GPUs' boards

@@ -153,9 +153,11 @@ void StopLoss::Tick(int64_t now_ms) {
   const std::vector<SliceRecord> slices = slices_->List();
   starvation_.Retain(slices);
   counters_.unaccounted_bytes.clear();
-  std::erase_if(counters_.measured_busy_ns, [&](const auto& entry) {
+  const auto gone = [&](const auto& entry) {
     return std::none_of(slices.begin(), slices.end(), [&](const SliceRecord& s) { return s.id == entry.first; });
-  });
+  };
+  std::erase_if(counters_.measured_busy_ns, gone);
+  std::erase_if(counters_.busy_difference_ns, gone);
   for (const GpuState& gpu : *gpus) {
     std::vector<SliceRecord> here;
     for (const SliceRecord& slice : slices) {
@@ -247,6 +249,14 @@ void StopLoss::CheckCompute(const GpuState& gpu, const std::vector<SliceRecord>&
   for (const SliceRecord& slice : here) {
     const unsigned used = percent[slice.id];
     counters_.measured_busy_ns[slice.id] += static_cast<uint64_t>(elapsed_ms) * 1'000'000 * used / 100;
+    if (compute_) {
+      const uint64_t reported = compute_(slice).busy_ns;
+      const auto [start, first] = watch.reported_at_start.try_emplace(slice.id, reported);
+      // A counter below its first reading was reset (a new board row): start again from it.
+      if (!first && reported < start->second) start->second = reported;
+      counters_.busy_difference_ns[slice.id] = static_cast<int64_t>(reported - start->second) -
+                                               static_cast<int64_t>(counters_.measured_busy_ns[slice.id]);
+    }
     std::vector<unsigned>& window = watch.window[slice.id];
     window.push_back(used);
     if (window.size() > 64) window.erase(window.begin());
@@ -266,9 +276,11 @@ void StopLoss::CheckCompute(const GpuState& gpu, const std::vector<SliceRecord>&
       std::cerr << "fgpu agent: bypass alert, slice " << slice.id << ": " << why << std::endl;
     }
   }
-  std::erase_if(watch.window, [&](const auto& entry) {
+  const auto gone = [&](const auto& entry) {
     return std::none_of(here.begin(), here.end(), [&](const SliceRecord& s) { return s.id == entry.first; });
-  });
+  };
+  std::erase_if(watch.window, gone);
+  std::erase_if(watch.reported_at_start, gone);
 }
 
 int StopLoss::MeasuredPercent(const std::string& gpu_uuid, const std::string& slice_id, int ticks) const {

@@ -77,6 +77,9 @@ struct StopLossCounters {
   std::map<std::string, int64_t> unaccounted_bytes;  // by slice id (negative: ledger ahead of NVML)
   std::map<std::string, int> unattributed_now;       // by GPU uuid: processes of no slice, now
   std::map<std::string, uint64_t> measured_busy_ns;  // by slice id: NVML's SM time, summed
+  // By slice id: the busy time its board row reports minus measured_busy_ns, both since the
+  // slice was first watched (chargeback's self-report checked against the driver).
+  std::map<std::string, int64_t> busy_difference_ns;
 };
 
 class StopLoss {
@@ -102,6 +105,7 @@ class StopLoss {
     int64_t last_tick_ms = 0;
     std::map<std::string, int> over_cap_ticks;  // by slice id
     std::map<std::string, std::vector<unsigned>> window;  // by slice id: SM % per tick, last few
+    std::map<std::string, uint64_t> reported_at_start;    // by slice id: its board busy when first watched
   };
 
   // pid -> slice id for the processes on one GPU (-: proven to belong to none); `charged`: each

@@ -547,6 +547,10 @@ time.sleep(4)' "$STATE/agent.sock" "$PORT" "$SCRATCH/attacker/ready" &
   done
   tcp_call 0 GET /v1/health
   expect_code 200
+  # 64 connections per user: the rest of the 300 were refused at accept, and counted.
+  unix_call 0 GET /metrics
+  refused=$(printf '%s\n' "$BODY" | sed -n 's/^fgpu_agent_http_refused_total{reason="peer_limit"} \([0-9]*\)$/\1/p')
+  [ "${refused:-0}" -ge 200 ] || fail "expected ~236 refusals by the per-user limit, /metrics says '${refused:-none}'"
 }
 
 # A managed node whose configuration names board_socket: the agent makes each GPU's compute board
