@@ -378,7 +378,9 @@ case_two_jobs_share_a_gpu() {
   # Chargeback by Slurm account: each slice was billed when it was released.
   report=$("$FGPU" report --agent "$SCRATCH/agents/node1.sock" --since all --by account --format csv) ||
     fail "fgpu report --by account failed"
-  printf '%s\n' "$report" | grep -q '^physics,[0-9.]*,[0-9.]*,[0-9.]*,2$' ||
+  # At least one record per slice: the agent's first accounting pass, 250 ms after it starts, may
+  # close a record of a slice made that early too.
+  printf '%s\n' "$report" | grep -q '^physics,[0-9.]*,[0-9.]*,[0-9.]*,[2-9][0-9]*$' ||
     fail "fgpu report --by account should bill both jobs' records to physics: $report"
   echo "PASS: two 30 GiB jobs ran at once on one simulated H100, each seeing a 30 GiB GPU, billed to physics"
 }
