@@ -60,28 +60,24 @@ json PublicJson(const SliceRecord& slice) {
               {"created_unix_ms", slice.created_unix_ms}};
 }
 
+// What the slice's owner and admins see: the public fields and who owns it, where it lives and
+// what its workloads need.
 json ToJson(const SliceRecord& slice, const WorkloadEnvironment& workload) {
   json env = json::object();
   for (const auto& [name, value] : workload.extra) env[name] = value;
   if (!workload.preload.empty()) env["LD_PRELOAD"] = workload.preload;
   env["FGPU_SLICE"] = slice.dir;
   env["CUDA_VISIBLE_DEVICES"] = slice.gpu_uuid;
-  return json{{"id", slice.id},
-              {"gpu", slice.gpu_uuid},
-              {"memory_bytes", slice.memory_bytes},
-              {"compute", slice.compute_share},
-              {"compute_mode", slice::ToString(slice.compute_mode)},
-              {"tier", slice::ToString(slice.tier)},
-              {"tenant", slice.tenant},
-              {"job", slice.labels.job},
-              {"user", slice.labels.user},
-              {"account", slice.labels.account},
-              {"owner_uid", slice.owner_uid},
-              {"owner_pid", slice.owner_pid},
-              {"release_on_exit", slice.release_on_exit},
-              {"dir", slice.dir},
-              {"created_unix_ms", slice.created_unix_ms},
-              {"env", std::move(env)}};
+  json full = PublicJson(slice);
+  full.update(json{{"job", slice.labels.job},
+                   {"user", slice.labels.user},
+                   {"account", slice.labels.account},
+                   {"owner_uid", slice.owner_uid},
+                   {"owner_pid", slice.owner_pid},
+                   {"release_on_exit", slice.release_on_exit},
+                   {"dir", slice.dir},
+                   {"env", std::move(env)}});
+  return full;
 }
 
 // "10GiB", "512MiB" or a number of bytes.

@@ -110,6 +110,18 @@ field() {
   printf '%s' "$1" | sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\)\"\{0,1\}[,}].*/\1/p"
 }
 
+# managed UID CMD...: CMD as UID on a managed node — /etc/fgpu bind-mounted from
+# $SCRATCH/etc-fgpu in a private mount namespace, so no override can escape it — on the simulated
+# GPUs, with $SCRATCH/attacker as its home.
+managed() {
+  uid=$1
+  shift
+  unshare -m --propagation private sh -c 'mount --bind "$1" /etc/fgpu && shift && exec "$@"' sh \
+    "$SCRATCH/etc-fgpu" setpriv --reuid "$uid" --regid "$uid" --clear-groups -- \
+    env HOME="$SCRATCH/attacker" TMPDIR="$SCRATCH/attacker" \
+    "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$@"
+}
+
 # The victim's slice, as the victim makes it.
 victim_slice() {
   unix_call "$VICTIM" POST /v1/slices '{"memory":"4GiB","compute":20,"gpu":"0"}'
@@ -475,15 +487,6 @@ case_self_made_slice_on_managed_node() {
   victim_slice
   gpu=$(field "$VICTIM_JSON" gpu)
   mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
-  # managed UID CMD...: CMD as UID on the managed node, on the simulated GPUs.
-  managed() {
-    uid=$1
-    shift
-    unshare -m --propagation private sh -c 'mount --bind "$1" /etc/fgpu && shift && exec "$@"' sh \
-      "$SCRATCH/etc-fgpu" setpriv --reuid "$uid" --regid "$uid" --clear-groups -- \
-      env HOME="$SCRATCH/attacker" TMPDIR="$SCRATCH/attacker" \
-      "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$@"
-  }
   # 1. A slice the attacker made itself, as big as it likes.
   managed "$ATTACKER" env -u FGPU_AGENT "$FGPU" run --memory 16GiB -- "$PROBE" alloc --bytes 8GiB \
     >"$SCRATCH/attacker/own.out" 2>"$SCRATCH/attacker/own.err" && true
@@ -571,15 +574,6 @@ start_sealed_node() {
   chmod 0666 "/dev/shm$SEGMENT"
   [ "$(stat -c '%a %u' "$STATE/boards.sock")" = "666 0" ] || fail "board socket: $(stat -c '%a %u' "$STATE/boards.sock")"
   mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
-  # managed UID CMD...: CMD as UID on the managed node, on the simulated GPUs.
-  managed() {
-    uid=$1
-    shift
-    unshare -m --propagation private sh -c 'mount --bind "$1" /etc/fgpu && shift && exec "$@"' sh \
-      "$SCRATCH/etc-fgpu" setpriv --reuid "$uid" --regid "$uid" --clear-groups -- \
-      env HOME="$SCRATCH/attacker" TMPDIR="$SCRATCH/attacker" \
-      "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$@"
-  }
 }
 
 # board_ask UID GPU: asks the board socket for GPU's board as UID, as the interposer does, and with
