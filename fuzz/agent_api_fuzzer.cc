@@ -1,7 +1,9 @@
 // Fuzzes the agent's API handler, agent::Api::Handle (agent/api.h), with the requests the HTTP
 // server would hand it: any method, target, headers and body, from root, ordinary users and TCP
 // viewers. Behind it is a real SliceService and Store (SQLite) on two made-up GPUs, in a private
-// directory under /dev/shm, set up as agent/api_test.cc's fixture does.
+// directory under /dev/shm, set up as agent/api_test.cc's fixture does, afresh for every input:
+// the Store keeps every deleted slice's usage records, so shared state would make later inputs
+// slower (GET /v1/usage grows) and their outcome depend on earlier ones.
 //
 // Input: requests separated by a line "%%" (the form of fuzz/corpus/agent_api/):
 //
@@ -16,8 +18,8 @@
 //   when the private directory is still writable, a 5xx is a bug.
 // - Where the content type says JSON, the body is valid JSON; an error is {"error": "..."}; 204
 //   has no body; a 201 from POST /v1/slices is a slice that GET then finds.
-// After every input: no GPU is booked past its memory or past 100 % compute (the room rules);
-// then everything the input made is deleted, so inputs do not see each other's slices.
+// After every input: no GPU is booked past its memory or past 100 % compute (the room rules),
+// and deleting every slice, queue ticket and exclusive mode it made leaves nothing behind.
 #include <fcntl.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -59,7 +61,7 @@ void Expect(bool condition, const char* what, const std::string& detail = "") {
   if (!condition) Fail(what, detail);
 }
 
-// The agent's state for the whole run: one Store, SliceService and Api in a private directory.
+// The agent's state for one input: a Store, SliceService and Api in a private directory.
 struct Agent {
   Agent() {
     std::string pattern = "/dev/shm/fgpu-fuzz-agent-XXXXXX";
@@ -224,7 +226,7 @@ void CheckRooms(const Agent& agent) {
   }
 }
 
-// Back to two empty, shared GPUs and an empty queue.
+// Back to two empty, shared GPUs and an empty queue, as an admin would undo the input.
 void Reset(Agent& agent, const Session& session) {
   net::HttpRequest request;
   request.peer = PeerNamed("root");
@@ -253,7 +255,7 @@ void Reset(Agent& agent, const Session& session) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static Agent agent;
+  Agent agent;
   std::string_view input(reinterpret_cast<const char*>(data), size);
   Session session;
   for (size_t count = 0; count < kMaxRequests && !input.empty(); ++count) {

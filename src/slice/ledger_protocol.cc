@@ -132,6 +132,20 @@ void LedgerProtocol::Help(int device, uint64_t last) {
   Cas128(&target->charged, c, Word128{c.low + bytes, seq});
 }
 
+uint64_t LedgerProtocol::CreditBudget(int slot, int device) const {
+  // A slot's lanes net to what the process holds, never below zero: a release on one lane
+  // credits a reservation on another lane of the same slot. So all the credits together are
+  // at most what the positive lanes hold; past that, or past the 1 PiB a ledger's total may
+  // show (MapLedger refuses a file beyond it), a credit is garbage.
+  uint64_t positive = 0;
+  for (int lane = 0; lane < kLanes; ++lane) {
+    const int64_t charge = LaneCharge(slot, device, lane);
+    if (charge > 0) positive = std::min(positive + static_cast<uint64_t>(charge), kMaxCredit);
+  }
+  const uint64_t used = Used(device);
+  return std::min(positive, used >= kMaxCredit ? 0 : kMaxCredit - used);
+}
+
 void LedgerProtocol::Settle(int slot, bool reaping) {
   for (int device = 0; device < static_cast<int>(device_count_); ++device) {
     // An op of this slot that reached the device word is either still named there (commit
@@ -142,14 +156,17 @@ void LedgerProtocol::Settle(int slot, bool reaping) {
     // released here, so the total over-counts nothing while the positive lanes still stand.
     // Taking the positive lanes first would let the total dip below what the other processes
     // hold, where a concurrent Reserve could be admitted past the cap and a clamp lose bytes.
+    uint64_t credit_left = CreditBudget(slot, device);
     for (int pass = 0; pass < 2; ++pass) {
       const bool credits = pass == 0;
       for (int lane = 0; lane < kLanes; ++lane) {
         const int64_t charge = LaneCharge(slot, device, lane);
         if (credits ? charge >= 0 : charge <= 0) continue;
         if (credits) {
-          const uint64_t credit = 0 - static_cast<uint64_t>(charge);
-          if (credit > kMaxCredit) continue;  // garbage: cleared below without touching the total
+          // Garbage past the budget is cleared below without touching the total.
+          const uint64_t credit = std::min(0 - static_cast<uint64_t>(charge), credit_left);
+          credit_left -= credit;
+          if (credit == 0) continue;
           Apply(slot, lane, device, static_cast<int64_t>(credit), /*check_cap=*/false);
         } else {
           // A charge above the device total is garbage; Apply clamps it to the total.

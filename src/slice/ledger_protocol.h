@@ -87,6 +87,9 @@ class LedgerProtocol {
   // device total never dips below what the other processes hold (docs/slice-format.md,
   // "Settle order"). `reaping` only selects the crash points.
   void Settle(int slot, bool reaping);
+  // The most a settle of (slot, device) may credit back: what its positive lanes hold, and no
+  // more than keeps the device's total within 1 PiB.
+  uint64_t CreditBudget(int slot, int device) const;
 
   // Claims a FREE slot for `self` (CLAIMING → settled → LIVE). -1 when none is free.
   int Claim(const ProcessId& self);

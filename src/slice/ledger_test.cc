@@ -267,6 +267,24 @@ TEST_F(LedgerTest, CorruptSlotsAreTreatedAsDead) {
   EXPECT_TRUE(ledger->Reserve(0, kGiB));
 }
 
+TEST_F(LedgerTest, CreditsPastWhatTheSlotHoldsAreGarbage) {
+  // Found by fuzz/slice_files_fuzzer: lanes each just inside -1 PiB passed the per-lane check,
+  // and together credited the device total past 1 PiB, which made the ledger unmappable.
+  Create(OneDeviceSpec(kGiB));
+  const ProcessUsage stranger = LiveStranger();
+  Result<int> slot = admin_->TEST_PlantProcess(stranger.pid, stranger.start_time + 1, {0});
+  ASSERT_TRUE(slot.ok());
+  for (int lane = 1; lane < 8; ++lane)
+    testing::Poke<int64_t>(LedgerPath(), ChargedOffset(*slot, 0, lane, 1), -(int64_t{1} << 49));
+  EXPECT_EQ(admin_->ReapDeadProcesses(), 1);
+  EXPECT_EQ(admin_->Usage().used[0], 0u);
+  EXPECT_EQ(admin_->TEST_TotalSlotCharges(0), 0u);
+  Ledger* ledger = Attach();
+  ASSERT_NE(ledger, nullptr);
+  EXPECT_TRUE(ledger->Reserve(0, kGiB));
+  EXPECT_FALSE(ledger->Reserve(0, 1));
+}
+
 TEST_F(LedgerTest, AGarbageLastOpIsIgnored) {
   Create(OneDeviceSpec(kGiB));
   Ledger* ledger = Attach();
