@@ -32,7 +32,8 @@ struct BoardHeader {
   int64_t grant_ns;       // atomic: CLOCK_MONOTONIC when the owner got the GPU
   int64_t last_completion_ns;  // atomic max: latest observed completion of anyone's work
   uint64_t vclock;        // atomic max: the largest virtual time an owner has reached
-  uint8_t reserved[16];
+  int64_t latency_demand_ns;  // atomic: last time a latency-tier slice wanted to launch (0: never)
+  uint8_t reserved[8];
 };
 static_assert(offsetof(BoardHeader, version) == 8);
 static_assert(offsetof(BoardHeader, file_size) == 16);
@@ -43,6 +44,7 @@ static_assert(offsetof(BoardHeader, owner) == 80);
 static_assert(offsetof(BoardHeader, grant_ns) == 88);
 static_assert(offsetof(BoardHeader, last_completion_ns) == 96);
 static_assert(offsetof(BoardHeader, vclock) == 104);
+static_assert(offsetof(BoardHeader, latency_demand_ns) == 112);
 static_assert(sizeof(BoardHeader) == 128);
 
 // One slice's row. Written by the slice's own processes; read by every process on the GPU.
@@ -58,7 +60,10 @@ struct alignas(64) BoardEntry {
   int64_t activity_ns;    // atomic max: last launch or observed completion
   int64_t inflight_until_ns;  // atomic max: when the work it has queued should be done (estimate)
   uint64_t vtime;         // atomic: virtual time, Σ busy·100/share (ns)
-  int64_t tat_ns;         // atomic: cap mode's theoretical arrival time (GCRA)
+  // atomic: the rate clock (GCRA at the row's share): advances by busy·100/share from at most
+  // Policy::rate_credit_ns before the batch's start. Behind now: the slice got less than its
+  // share (owed); ahead by more than the tolerance: a cap-mode slice is over its rate.
+  int64_t tat_ns;
   uint64_t busy_ns;       // atomic: total measured GPU occupancy (ns), for accounting
   uint64_t launches;      // atomic: launches whose batch was measured, for accounting
   uint64_t throttled_ns;  // atomic: time the slice's launches waited in the gate (metrics)

@@ -13,6 +13,14 @@ uint64_t Virtual(int64_t busy_ns, uint32_t share) {
   return static_cast<uint64_t>(busy_ns) * 100 / std::max<uint32_t>(share, 1);
 }
 
+// clock = max(clock, floor) + by, atomically (several processes of a slice charge one row).
+void AdvanceClock(int64_t* clock, int64_t floor, int64_t by) {
+  int64_t value = LoadI64(clock);
+  while (!__atomic_compare_exchange_n(clock, &value, std::max(value, floor) + by, true, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED)) {
+  }
+}
+
 }  // namespace
 
 void Limiter::Configure(uint32_t share, Mode mode, Tier tier) {
@@ -46,12 +54,14 @@ void Limiter::NoteDemand(int64_t now_ns) {
   const int64_t previous = LoadI64(&row->demand_ns);
   if (now_ns - previous < kDemandRefreshNs) return;
   StoreI64(&row->demand_ns, now_ns);
+  if (IsLatencyTier()) StoreI64(&board_->header()->latency_demand_ns, now_ns);
   if (now_ns - previous > policy_.idle_credit_ns) {
     // Back from idle: no credit for the time it did not want the GPU (it would otherwise
     // monopolise it to "catch up"). Start at most `slack` behind the most advanced owner.
     const uint64_t vclock = LoadU64(&board_->header()->vclock);
     const uint64_t floor = vclock > static_cast<uint64_t>(policy_.slack_ns) ? vclock - policy_.slack_ns : 0;
     StoreMax(&row->vtime, floor);
+    StoreMax(&row->tat_ns, now_ns - policy_.rate_credit_ns);  // nor more owed time than it may bank
   }
 }
 
@@ -61,6 +71,7 @@ Admission Limiter::TakeOver(int64_t now_ns) {
   if (layout::OwnerEntry(owner) == row_) return Admission{};
   RowView rows[layout::kEntryCount];
   for (int i = 0; i < static_cast<int>(layout::kEntryCount); ++i) rows[i] = ReadRow(i);
+  rows[row_].launch_estimate_ns = LongestLaunchEstimate();
   const TakeReason reason = ShouldTake(rows, layout::OwnerEntry(owner), row_, now_ns, policy_);
   if (reason == TakeReason::kNo) {
     // Outranked: the owner keeps the GPU until it idles for its hold time, so look less often
@@ -101,7 +112,7 @@ Admission Limiter::TryAdmitSlow(int64_t now_ns) {
       return Admission{Admission::kWait, until, admission.took};
     }
   }
-  if (queued > policy_.max_inflight_ns && pending_marks_.load(std::memory_order_relaxed) > 0) {
+  if (queued > InflightBound(now_ns) && pending_marks_.load(std::memory_order_relaxed) > 0) {
     return Admission{Admission::kWait, now_ns + std::min(policy_.poll_ns, queued / 4), admission.took};
   }
   return admission;
@@ -132,11 +143,9 @@ void Limiter::OnMarkComplete(const Mark& mark, int64_t completed_ns, int64_t dev
   StoreMax(&header->vclock, vtime);
   __atomic_fetch_add(&row->busy_ns, static_cast<uint64_t>(busy), __ATOMIC_RELAXED);
   __atomic_fetch_add(&row->launches, mark.launches, __ATOMIC_RELAXED);
-  // GCRA: the rate clock restarts at the batch's start when the slice was under its rate.
-  int64_t tat = LoadI64(&row->tat_ns);
-  while (!__atomic_compare_exchange_n(&row->tat_ns, &tat, std::max(tat, start) + static_cast<int64_t>(virtual_busy),
-                                      true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-  }
+  // GCRA: the rate clock keeps at most rate_credit_ns of the share the slice did not use (a cap
+  // slice delayed by another's long kernel catches up within it; docs/compute.md "Guarantees").
+  AdvanceClock(&row->tat_ns, start - policy_.rate_credit_ns, static_cast<int64_t>(virtual_busy));
   StoreMax(&row->activity_ns, completed_ns);
 
   if (mark.launches > 0 && !mark.late) {

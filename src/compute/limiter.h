@@ -24,6 +24,7 @@
 // - Thread-safety: TryAdmit/OnLaunched/ShouldClose from any thread; OnMarkComplete from one.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -106,6 +107,12 @@ class Limiter {
   int64_t estimate_ns(LaunchKind kind) const {
     return estimate_ns_[static_cast<int>(kind)].load(std::memory_order_relaxed);
   }
+  // The longer of the kernel and graph estimates, of those learned (unknown: a kernel's default).
+  int64_t LongestLaunchEstimate() const {
+    const int64_t kernel = estimate_ns(LaunchKind::kKernel);
+    const int64_t graph = estimate_ns(LaunchKind::kGraph);
+    return graph == kUnknownEstimateNs ? kernel : std::max(kernel, graph);
+  }
   int row() const { return row_; }
   const Policy& policy() const { return policy_; }
   layout::BoardEntry* entry() const { return board_->entry(row_); }
@@ -122,14 +129,25 @@ class Limiter {
   static constexpr int64_t kBatchDeviceNs = 500'000;
   static constexpr int64_t kSporadicNs = 200'000;
 
-  // TryAdmit's common case, decided from four loads: true means TryAdmitSlow would return kGo
+  // TryAdmit's common case, decided from a few loads: true means TryAdmitSlow would return kGo
   // without writing anything (NoteDemand's stamp fresh, owner, not cap, queue under the bound).
   bool OwnerUnderBudget(int64_t now_ns) const {
     const layout::BoardEntry* row = entry();
     if (now_ns - LoadI64(&row->demand_ns) >= kDemandRefreshNs) return false;
     if (layout::OwnerEntry(LoadU64(&board_->header()->owner)) != row_) return false;
     if (static_cast<Mode>(__atomic_load_n(mode_tier_, __ATOMIC_RELAXED) & 0xff) == Mode::kCap) return false;
-    return queued_ns() <= policy_.max_inflight_ns || pending_marks_.load(std::memory_order_relaxed) == 0;
+    return pending_marks_.load(std::memory_order_relaxed) == 0 || queued_ns() <= InflightBound(now_ns);
+  }
+  // The queue bound: max_inflight_ns; while a latency-tier slice has asked within
+  // latency_guard_ns and this slice is of a lower tier, guarded_inflight_ns (one closed batch
+  // beyond it at most: what a latency request may find ahead of it).
+  int64_t InflightBound(int64_t now_ns) const {
+    if (IsLatencyTier() || now_ns - LoadI64(&board_->header()->latency_demand_ns) > policy_.latency_guard_ns)
+      return policy_.max_inflight_ns;
+    return policy_.guarded_inflight_ns;
+  }
+  bool IsLatencyTier() const {
+    return ((__atomic_load_n(mode_tier_, __ATOMIC_RELAXED) >> 8) & 0xff) == static_cast<uint32_t>(Tier::kLatency);
   }
   RowView ReadRow(int index) const;
   void NoteDemand(int64_t now_ns);

@@ -244,6 +244,12 @@ TEST(FileBoardForgery, AForgedTierWinsOnABoardWithoutAPolicyTable) {
   forger.Configure(30, Mode::kShare, Tier::kStandard);
   const int64_t now = 1000 * kMs;
   ASSERT_EQ(holder.TryAdmit(now).verdict, Admission::kGo);
+  // The holder has had more than its share (a higher tier only goes first when the owner is not
+  // owed: docs/compute.md "Guarantees before tiers").
+  Mark used{.first_launch_ns = now - 50 * kMs, .launches = 1, .estimated_ns = 50 * kMs};
+  holder.OnLaunched(now - 50 * kMs, LaunchKind::kKernel);
+  holder.OnMarkClosed();
+  holder.OnMarkComplete(used, now, 50 * kMs);
   holder.OnLaunched(now, LaunchKind::kKernel);
   EXPECT_EQ(forger.TryAdmit(now + 100'000).verdict, Admission::kWait);
   forger.Configure(100, Mode::kShare, Tier::kLatency);  // the row is the workload's own to write

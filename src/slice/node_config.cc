@@ -35,6 +35,7 @@ constexpr const char* kSliceRootKey = "slice_root";
 constexpr const char* kComputeDirKey = "compute_dir";
 constexpr const char* kPassThroughKey = "pass_through";
 constexpr const char* kBoardSocketKey = "board_socket";
+constexpr const char* kStrictPriorityKey = "strict_priority";
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
@@ -217,6 +218,44 @@ std::string ChildName(const std::string& root, const std::string& resolved) {
 
 }  // namespace
 
+namespace {
+
+// `all`, or GPU UUIDs separated by commas (no blanks): GPU-… or MIG-…, each at most 47 bytes.
+Status ValidateStrictPriority(std::string_view value) {
+  const std::string prefix = std::string(kStrictPriorityKey) + " = '" + std::string(value) + "': ";
+  if (value == "all") return Status::Ok();
+  if (value.empty()) return Status::InvalidArgument(prefix + "give 'all' or GPU UUIDs separated by commas");
+  for (size_t start = 0; start <= value.size();) {
+    const size_t comma = std::min(value.find(',', start), value.size());
+    const std::string_view uuid = value.substr(start, comma - start);
+    const bool named = uuid.rfind("GPU-", 0) == 0 || uuid.rfind("MIG-", 0) == 0;
+    if (!named || uuid.size() < 5 || uuid.size() > 47) {
+      return Status::InvalidArgument(prefix + "'" + std::string(uuid) +
+                                     "' is not a GPU UUID (GPU-… or MIG-…); give 'all' or UUIDs separated by commas");
+    }
+    for (const char c : uuid) {
+      if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+        return Status::InvalidArgument(prefix + "a blank or control character (one word: UUIDs separated by commas)");
+      }
+    }
+    start = comma + 1;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool StrictPriorityFor(const NodeConfig& config, std::string_view uuid) {
+  if (config.strict_priority == "all") return true;
+  std::string_view list = config.strict_priority;
+  while (!list.empty()) {
+    const size_t comma = std::min(list.find(','), list.size());
+    if (list.substr(0, comma) == uuid) return true;
+    list.remove_prefix(std::min(comma + 1, list.size()));
+  }
+  return false;
+}
+
 Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view source) {
   const std::string where(source);
   if (text.size() > kNodeConfigMaxBytes) {
@@ -228,6 +267,7 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
   }
   NodeConfig config;
   int slice_root_line = 0, compute_dir_line = 0, pass_through_line = 0, board_socket_line = 0;
+  int strict_priority_line = 0;
   int number = 0;
   for (size_t position = 0; position < text.size();) {
     const size_t newline = text.find('\n', position);
@@ -258,6 +298,16 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
       pass_through_line = number;
       continue;
     }
+    if (key == kStrictPriorityKey) {
+      if (strict_priority_line != 0) {
+        return Status::InvalidArgument(at + kStrictPriorityKey + " is set twice (first at line " +
+                                       std::to_string(strict_priority_line) + ")");
+      }
+      if (Status valid = ValidateStrictPriority(value); !valid.ok()) return Status::InvalidArgument(at + valid.message());
+      config.strict_priority = std::string(value);
+      strict_priority_line = number;
+      continue;
+    }
     if (key == kSliceRootKey) {
       field = &config.slice_root;
       seen = &slice_root_line;
@@ -271,7 +321,7 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
       std::string message = at + "unknown key '" + std::string(key) + "'";
       const char* nearest = nullptr;
       size_t nearest_distance = 4;  // only a near miss is worth suggesting
-      for (const char* known : {kSliceRootKey, kComputeDirKey, kPassThroughKey, kBoardSocketKey}) {
+      for (const char* known : {kSliceRootKey, kComputeDirKey, kPassThroughKey, kBoardSocketKey, kStrictPriorityKey}) {
         const size_t distance = Distance(key, known);
         if (distance < nearest_distance) {
           nearest = known;
@@ -282,7 +332,7 @@ Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view sourc
         message += std::string("; did you mean ") + nearest + "?";
       } else {
         message += std::string(" (the keys are ") + kSliceRootKey + ", " + kComputeDirKey + ", " + kPassThroughKey +
-                   " and " + kBoardSocketKey + ")";
+                   ", " + kBoardSocketKey + " and " + kStrictPriorityKey + ")";
       }
       return Status::InvalidArgument(message);
     }

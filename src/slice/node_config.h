@@ -17,6 +17,9 @@
 //     board_socket = /absolute/path the node agent's socket that hands out the sealed compute
 //                                   boards (docs/compute.md "The board on a managed node");
 //                                   when set, compute_dir is not used for boards
+//     strict_priority = all|GPU-…[,GPU-…]   the GPUs whose tiers come before the shares'
+//                                   guarantees (docs/compute.md "Strict priority"): lower tiers
+//                                   can starve there
 //   A value is one word (no blank or control character: a `#` after a value is not a comment)
 //   and, but for pass_through, an absolute path (shorter than PATH_MAX, as the whole file is). Unknown or duplicate
 //   keys, a missing key, a line without `=`, a NUL byte or an oversized file are
@@ -82,7 +85,13 @@ struct NodeConfig {
   // compute board and policy table to the users of that GPU's slices, as sealed memfds. Set, the
   // interposer gets its boards there and never opens a file in compute_dir.
   std::string board_socket;
+  // `strict_priority = all|UUID[,UUID…]` (optional; "" when unset): GPUs arbitrated with strict
+  // priority between tiers (compute::Policy::strict_priority).
+  std::string strict_priority;
 };
+
+// Whether `config` asks for strict priority on the GPU `uuid`.
+bool StrictPriorityFor(const NodeConfig& config, std::string_view uuid);
 
 Result<NodeConfig> ParseNodeConfig(std::string_view text, std::string_view source);
 

@@ -62,7 +62,7 @@ TEST(NodeConfigParse, EveryErrorNamesTheLineAndTheProblem) {
   ExpectParseError(ok_compute + " = /s\n", "node.conf:2: a value without a key");
   ExpectParseError(ok_compute + "slice_roots = /s\n", "node.conf:2: unknown key 'slice_roots'; did you mean slice_root?");
   ExpectParseError("computedir = /s\n", "node.conf:1: unknown key 'computedir'; did you mean compute_dir?");
-  ExpectParseError("gpus = 4\n", "node.conf:1: unknown key 'gpus' (the keys are slice_root, compute_dir, pass_through and board_socket)");
+  ExpectParseError("gpus = 4\n", "node.conf:1: unknown key 'gpus' (the keys are slice_root, compute_dir, pass_through, board_socket and strict_priority)");
   ExpectParseError("Slice_Root = /s\n", "unknown key 'Slice_Root'; did you mean slice_root?");
   ExpectParseError(ok_compute + "slice_root = /a\n# again\nslice_root = /b\n",
                    "node.conf:4: slice_root is set twice (first at line 2)");
@@ -382,6 +382,31 @@ TEST_F(NodeTrustTest, ASliceRootSomeoneElseCouldSwapIsRefused) {
 
 namespace fgpu::slice {
 namespace {
+
+TEST(NodeConfigParse, StrictPriorityNamesAllOrSomeGpus) {
+  const std::string base = "slice_root = /var/lib/fgpu/slices\ncompute_dir = /run/fgpu/compute\n";
+  Result<NodeConfig> config = ParseNodeConfig(base, "node.conf");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(StrictPriorityFor(*config, "GPU-a"));
+  config = ParseNodeConfig(base + "strict_priority = all\n", "node.conf");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_TRUE(StrictPriorityFor(*config, "GPU-a"));
+  config = ParseNodeConfig(base + "strict_priority = GPU-a,MIG-b\n", "node.conf");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_TRUE(StrictPriorityFor(*config, "GPU-a"));
+  EXPECT_TRUE(StrictPriorityFor(*config, "MIG-b"));
+  EXPECT_FALSE(StrictPriorityFor(*config, "GPU-ab"));
+  EXPECT_FALSE(StrictPriorityFor(*config, "GPU-"));
+  for (const char* bad : {"strict_priority = yes\n", "strict_priority = GPU-a,\n", "strict_priority = GPU-a,,GPU-b\n",
+                          "strict_priority =\n", "strict_priority = all\nstrict_priority = all\n"}) {
+    const Result<NodeConfig> refused = ParseNodeConfig(base + bad, "node.conf");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("strict_priority"), std::string::npos) << refused.status().message();
+  }
+  const Result<NodeConfig> misspelt = ParseNodeConfig(base + "strict_priorty = all\n", "node.conf");
+  ASSERT_FALSE(misspelt.ok());
+  EXPECT_NE(misspelt.status().message().find("did you mean strict_priority?"), std::string::npos);
+}
 
 TEST(NodeConfigParse, PassThroughIsDeniedUnlessAllowed) {
   const std::string base = "slice_root = /var/lib/fgpu/slices\ncompute_dir = /run/fgpu/compute\n";

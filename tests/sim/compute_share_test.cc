@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 #include <fstream>
@@ -228,23 +229,64 @@ TEST_F(ComputeShares, ASliceWhoseProcessDiesStopsCounting) {
 }
 
 TEST_F(ComputeShares, LatencyTierGoesFirstBesideABatchSlice) {
-  // 1 ms requests at 25 % load beside a batch slice that saturates the GPU with 10 ms kernels.
-  // Served first, a request waits for at most what is already running, which the latency
-  // owner's hold keeps off the GPU: its p99 stays near the one it has alone (1.2 ms on the
-  // 2-core dev machine). Were it not, it would wait for the batch slice's turn and its kernel:
-  // 12 ms (measured with both slices in the standard tier). The bar sits between the two, far
-  // from host noise; the tier's ≤ 1.2× bar is fgpu_compute_latency_bench's (a timed bar) and,
-  // in simulated time, compute.ArbitrationModel.LatencyTierKeepsItsTailBesideABatchSlice's.
+  // 1 ms requests at 25 % load beside a batch slice that keeps 16 launches of 0.5 ms in flight.
+  // Served first, a request waits for the kernel already running (a kernel is not preempted)
+  // and the little the guard lets the batch slice queue: 1.57 ms at p99 on the 2-core dev
+  // machine, 1.2 ms alone. Without tiers it would wait for the other slice's turn and queue:
+  // 3.2–3.4 ms (measured with both slices in the standard tier). The bar, one batch kernel and
+  // 0.7 ms over the p99 alone, sits between the two; the tier's timed figures are
+  // fgpu_compute_latency_bench's.
   const std::vector<std::string> requests = {"--duty", "25", "--seconds", "2", "--kernel-us", "1000"};
   const ProbeResult alone = Start({"--compute", "50", "--tier", "latency"}, requests)->Wait();
   ASSERT_EQ(alone.exit_code, 0) << alone.stderr_text;
-  auto batch = Start({"--compute", "50", "--tier", "batch"}, Saturating("10000", "2"));
+  auto batch = Start({"--compute", "50", "--tier", "batch"}, With(Saturating("500", "2"), {"--depth", "16"}));
   const ProbeResult beside = Start({"--compute", "50", "--tier", "latency"}, requests)->Wait();
   const ProbeResult batch_run = batch->Wait();
   ASSERT_EQ(beside.exit_code, 0) << beside.stderr_text;
   ASSERT_EQ(batch_run.exit_code, 0) << batch_run.stderr_text;
-  EXPECT_GT(Duty(batch_run), 0) << "the batch slice ran";
-  EXPECT_LE(P99(beside), 3 * P99(alone) + 1000) << "alone " << P99(alone) << " us";
+  EXPECT_GT(Duty(batch_run), 50 - 3) << "the batch slice keeps its share";
+  EXPECT_LE(P99(beside), P99(alone) + 500 + 700) << "alone " << P99(alone) << " us";
+}
+
+// The three slices of issue 14: a latency slice (share 20, 30 % duty), a standard cap slice
+// (30 %, wanting 60 %) and a batch slice (share 26, wanting everything). Tiers order who goes
+// first, within the guarantees: every slice gets its share in every whole window, and the idle
+// rest goes to the latency slice's extra 10 % first.
+TEST_F(ComputeShares, TiersKeepEveryGuarantee) {
+  std::vector<std::unique_ptr<RunningProbe>> running;
+  running.push_back(Start({"--compute", "20", "--tier", "latency"}, {"--duty", "30", "--seconds", "4", "--window-ms", "1000"}));
+  running.push_back(Start({"--compute", "30", "--compute-mode", "cap"}, {"--duty", "60", "--seconds", "4", "--window-ms", "1000"}));
+  running.push_back(Start({"--compute", "26", "--tier", "batch"}, Saturating("1000", "4")));
+  const std::vector<ProbeResult> runs = WaitAll(running);
+  for (const ProbeResult& run : runs) ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const std::vector<double> latency = Windows(runs[0]), cap = Windows(runs[1]), batch = Windows(runs[2]);
+  const std::size_t count = std::min({latency.size(), cap.size(), batch.size()});
+  ASSERT_GE(count, 3u);
+  for (std::size_t i = 1; i < count; ++i) {
+    EXPECT_NEAR(cap[i], 30, 3) << "cap slice, window " << i;
+    EXPECT_GE(batch[i], 26 - 3) << "batch slice, window " << i;
+    EXPECT_GE(latency[i], 30 - 3) << "latency slice (its share and the idle rest first), window " << i;
+  }
+  // Reported, not judged: over its share, the latency slice also waits while the batch slice
+  // catches up on its own (3.4 ms at p99 on the dev machine, 2.3 ms at p50).
+  std::printf("latency slice p99 %.0f us beside the others\n", P99(runs[0]));
+}
+
+// The two slices of issue 14: a standard share slice (30 %, at 50 % duty) beside a batch
+// cap-mode slice (20 %, wanting everything): the batch slice gets its 20 %.
+TEST_F(ComputeShares, ABatchCapSliceGetsItsCapBesideAStandardOne) {
+  std::vector<std::unique_ptr<RunningProbe>> running;
+  running.push_back(Start({"--compute", "30"}, {"--duty", "50", "--seconds", "4", "--window-ms", "1000"}));
+  running.push_back(Start({"--compute", "20", "--compute-mode", "cap", "--tier", "batch"}, Saturating("1000", "4")));
+  const std::vector<ProbeResult> runs = WaitAll(running);
+  for (const ProbeResult& run : runs) ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+  const std::vector<double> standard = Windows(runs[0]), batch = Windows(runs[1]);
+  const std::size_t count = std::min(standard.size(), batch.size());
+  ASSERT_GE(count, 3u);
+  for (std::size_t i = 1; i < count; ++i) {
+    EXPECT_NEAR(batch[i], 20, 3) << "batch cap slice, window " << i;
+    EXPECT_GE(standard[i], 50 - 3) << "standard slice (wants 50 %), window " << i;
+  }
 }
 
 TEST_F(ComputeShares, BadComputeSettingsAreUsageErrors) {

@@ -255,5 +255,36 @@ TEST_F(SealedBoards, ARestartedAgentRecoversTheBoardsItsWorkloadsHold) {
   for (const json& slice : {a, b}) EXPECT_EQ(Counters(slice).compute_unenforced, 0u);
 }
 
+// Tiers within the guarantees by default: a latency slice (50 %, at 25 % duty) beside a batch
+// slice (50 %, wanting everything) leaves the batch slice its share. With `strict_priority` in
+// node.conf, the tier comes first and the batch slice starves while the latency slice has work.
+TEST_F(SealedBoards, StrictPriorityIsTheAdminsChoiceAndCanStarveLowerTiers) {
+  for (const bool strict : {false, true}) {
+    if (strict) {
+      agent_->Kill();
+      agent_->Wait();
+      std::ofstream(node_conf_, std::ios::app) << "strict_priority = all\n";
+    }
+    StartAgent();
+    const json latency = CreateSlice(R"({"memory":"1GiB","compute":50,"gpu":"0","tier":"latency"})");
+    const json batch = CreateSlice(R"({"memory":"1GiB","compute":50,"gpu":"0","tier":"batch"})");
+    std::vector<std::unique_ptr<RunningProbe>> running;
+    running.push_back(Spin(latency, {"--duty", "25", "--seconds", "3", "--kernel-us", "1000", "--window-ms", "1000"}));
+    running.push_back(Spin(batch, Saturating()));
+    const std::vector<ProbeResult> runs = WaitAll(running);
+    for (const ProbeResult& run : runs) ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
+    const std::vector<double> windows = runs[1].Event("spin")["windows"].get<std::vector<double>>();
+    ASSERT_GE(windows.size(), 2u);
+    for (std::size_t i = 1; i < windows.size(); ++i) {
+      if (strict) {
+        EXPECT_LT(windows[i], 10) << "strict priority: the batch slice is held off, window " << i;
+      } else {
+        EXPECT_GE(windows[i], 50 - 3) << "the batch slice keeps its share, window " << i;
+      }
+    }
+    for (const json& slice : {latency, batch}) ASSERT_TRUE(Call("DELETE", "/v1/slices/" + slice["id"].get<std::string>()).ok());
+  }
+}
+
 }  // namespace
 }  // namespace fgpu::testing

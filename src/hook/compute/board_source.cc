@@ -21,4 +21,11 @@ Result<compute::Board*> OpenComputeBoard(const Options& options, const char* uui
   return board;
 }
 
+compute::Policy GatePolicy(const Options& options, const char* uuid) {
+  compute::Policy policy;
+  Result<slice::NodePolicy> node = slice::LoadNodePolicy(options.node_config_set ? options.node_config : nullptr);
+  policy.strict_priority = node.ok() && node->managed && slice::StrictPriorityFor(node->config, uuid);
+  return policy;
+}
+
 }  // namespace fgpu::hook

@@ -12,14 +12,18 @@
 //   - any other node: the board file in options.compute_dir (Board::Open), as before.
 //   Errors carry the reason for the caller's one `fgpu: ...` line (no answer, refused, a
 //   descriptor that fails a check, a configuration that cannot be read).
-#pragma once
+// - GatePolicy(options, uuid), at the same time: the arbitration policy for that GPU — the
+//   defaults, with strict priority where a managed node's configuration names the GPU (or all)
+//   in strict_priority. An unmanaged node has no administrator to choose it: never strict.
 
 #include "compute/board.h"
+#include "compute/policy.h"
 #include "core/status.h"
 #include "hook/interpose/options.h"
 
 namespace fgpu::hook {
 
 Result<compute::Board*> OpenComputeBoard(const Options& options, const char* uuid);
+compute::Policy GatePolicy(const Options& options, const char* uuid);
 
 }  // namespace fgpu::hook

@@ -227,7 +227,7 @@ const char* BaseName(const char* path) {
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  if (row >= 0) gate->limiter = new compute::Limiter(*board, row, compute::Policy{});
+  if (row >= 0) gate->limiter = new compute::Limiter(*board, row, GatePolicy(hook.options, facts.uuid));
   for (uint64_t i = 0; i < kRingSlots; ++i) gate->slots[i].sequence.store(i, std::memory_order_relaxed);
   const bool started = row >= 0 && pthread_create(&thread, &attributes, CompletionThread, gate) == 0;
   pthread_attr_destroy(&attributes);
