@@ -156,10 +156,24 @@ expect_dom_contains 'id="gpu-0-compute"'
 expect_dom_contains 'id="gpu-1-memory"'
 expect_dom_contains '<div id="error" role="alert" hidden="">'  # every endpoint answered
 # team-alpha's and team-beta's ledgers, live (what they allocated plus each context's overhead).
-expect_dom_contains ' / 4.0 GiB<'
-expect_dom_contains ' / 6.0 GiB<'
-case "$DOM" in *'>0 B / 4.0 GiB<'* | *'>0 B / 6.0 GiB<'*) fail "a workload's memory does not show: $DOM" ;; esac
+# One unit for memory: GiB with two decimals, everywhere.
+expect_dom_contains ' / 4.00 GiB<'
+expect_dom_contains ' / 6.00 GiB<'
+case "$DOM" in *'>0.00 GiB / 4.00 GiB<'* | *'>0.00 GiB / 6.00 GiB<'*) fail "a workload's memory does not show: $DOM" ;; esac
+case "$DOM" in *' MiB'*) fail "a figure in MiB: the page shows memory in GiB only" ;; esac
+expect_dom_contains '>Waited<'  # the compute gate's throttled time, per slice
 expect_dom_contains 'class="line"'                             # the sparklines have data
+
+# Tenant colours come from the names: a reload (a fresh browser) gives each tenant the same one.
+swatch_of() {  # swatch_of DOM TENANT: the style of the swatch in the tenant's chargeback row
+  printf '%s' "$1" | tr '\n' ' ' | sed -n "s|.*<tr id=\"tenant-$2\"><td><span class=\"swatch\" style=\"\([^\"]*\)\".*|\1|p"
+}
+FIRST=$(swatch_of "$DOM" team-alpha)
+[ -n "$FIRST" ] || fail "no swatch for team-alpha in: $DOM"
+rm -rf "$SCRATCH/chromium-profile"
+AGAIN=$(chromium --dump-dom "$URL") || fail "chromium --dump-dom failed: $(tail -n 20 "$SCRATCH/chromium.err")"
+[ "$(swatch_of "$AGAIN" team-alpha)" = "$FIRST" ] || fail "team-alpha's colour changed across reloads: $FIRST then $(swatch_of "$AGAIN" team-alpha)"
+[ "$(swatch_of "$AGAIN" team-beta)" != "$FIRST" ] || fail "team-alpha and team-beta share a colour"
 
 SHOT="$ARTIFACT_DIR/dashboard.png"
 rm -f "$SHOT"
