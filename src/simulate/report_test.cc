@@ -63,6 +63,10 @@ TEST(ReportTest, CurvesAndPlotCoverEveryPolicy) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_NE(svg.find("title &lt;&amp;&gt;"), std::string::npos);
   EXPECT_NE(svg.find("FGD+ 4.8% @100"), std::string::npos);
+  EXPECT_NE(svg.find("lower is better"), std::string::npos);
+  // The second policy's line (and its legend) is dashed, the first's solid: told apart without colour.
+  EXPECT_NE(svg.find("stroke-dasharray='8 4'"), std::string::npos);
+  EXPECT_EQ(svg.find("stroke-dasharray='none'"), std::string::npos);
 }
 
 TEST(AuthorsResultsTest, ReadsTheArtifactFormat) {

@@ -71,7 +71,11 @@ std::string Axes(const Panel& panel, const std::string& caption) {
   return out;
 }
 
-std::string Series(const Panel& panel, const PolicySummary& summary, const char* color) {
+// One dash pattern per policy besides its colour, so the lines stay apart in print, in grey and
+// for readers who do not tell the colours apart.
+constexpr const char* kDashes[] = {"none", "8 4", "2 3", "10 3 2 3", "4 4", "12 4 2 4 2 4", "1 5", "6 2"};
+
+std::string Series(const Panel& panel, const PolicySummary& summary, const char* color, const char* dash) {
   std::string band;
   std::string upper;
   std::string lower;
@@ -86,7 +90,8 @@ std::string Series(const Panel& panel, const PolicySummary& summary, const char*
   if (line.empty()) return "";
   band = "<polygon points='" + upper + " " + lower + "' fill='" + color +
          "' fill-opacity='0.15' stroke='none'/>\n";
-  return band + "<polyline points='" + line + "' fill='none' stroke='" + color + "' stroke-width='1.8'/>\n";
+  return band + "<polyline points='" + line + "' fill='none' stroke='" + color + "' stroke-width='1.8'" +
+         (std::string(dash) == "none" ? "" : std::string(" stroke-dasharray='") + dash + "'") + "/>\n";
 }
 
 }  // namespace
@@ -109,16 +114,21 @@ std::string RenderSvgPlot(const std::vector<PolicySummary>& summaries, const std
       "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n"
       "<text x='510' y='24' text-anchor='middle' font-size='15'>" +
       Escape(title) + "</text>\n";
+  svg += "<text x='510' y='42' text-anchor='middle' fill='#555'>lower is better: the share of GPU capacity "
+         "left unallocated as pods arrive (line: mean of the seeds; band: min–max)</text>\n";
   svg += Axes(whole, "unallocated GPU (%) — whole run");
   svg += Axes(zoom, "unallocated GPU (%) — from " + Num(zoom_from).substr(0, Num(zoom_from).size() - 2) +
                         "% arrived");
   for (size_t index = 0; index < summaries.size(); ++index) {
     const char* color = kColors[index % std::size(kColors)];
-    svg += Series(whole, summaries[index], color) + Series(zoom, summaries[index], color);
+    const char* dash = kDashes[index % std::size(kDashes)];
+    svg += Series(whole, summaries[index], color, dash) + Series(zoom, summaries[index], color, dash);
     const double x = 70 + 240 * static_cast<double>(index % 4);
     const double y = 450 + 18 * static_cast<double>(index / 4);
     svg += "<line x1='" + Num(x) + "' y1='" + Num(y - 4) + "' x2='" + Num(x + 24) + "' y2='" + Num(y - 4) +
-           "' stroke='" + color + "' stroke-width='3'/>\n<text x='" + Num(x + 30) + "' y='" + Num(y) + "'>" +
+           "' stroke='" + color + "' stroke-width='3'" +
+           (std::string(dash) == "none" ? "" : std::string(" stroke-dasharray='") + dash + "'") +
+           "/>\n<text x='" + Num(x + 30) + "' y='" + Num(y) + "'>" +
            Escape(summaries[index].policy) + " " + Num(summaries[index].unallocated_at_100.mean) +
            "% @100</text>\n";
   }
