@@ -37,7 +37,7 @@ std::string ErrorBody(const std::string& message) {
 
 HttpResponse Busy(const std::string& message) {
   HttpResponse busy = ErrorResponse(503, message);
-  busy.headers["Retry-After"] = "1";
+  busy.headers.insert_or_assign("Retry-After", std::string("1"));
   return busy;
 }
 

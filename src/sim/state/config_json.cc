@@ -70,7 +70,7 @@ Status CheckKeys(const Json& object, const std::string& path, std::initializer_l
       problem += " (did you mean \"" + std::string(nearest) + "\"?)";
     } else {
       problem += " (valid keys:";
-      for (std::string_view candidate : allowed) problem += " " + std::string(candidate);
+      for (std::string_view candidate : allowed) problem.append(" ").append(candidate);
       problem += ")";
     }
     return FieldError(Child(path, key), problem);

@@ -58,8 +58,8 @@ Status FieldError(const std::string& path, std::string_view problem) {
 
 Result<std::string> NormalizeUuid(std::string_view text, const std::string& path) {
   if (!MatchesHexPattern(text, "GPU-hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh")) {
-    return FieldError(path, "\"" + std::string(text) +
-                                "\" is not a GPU UUID (expected GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hex)");
+    return FieldError(path, std::string("\"").append(text).append(
+                                "\" is not a GPU UUID (expected GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, hex)"));
   }
   std::string out(text);
   for (size_t i = 4; i < out.size(); ++i) out[i] = ToLower(out[i]);
@@ -73,7 +73,8 @@ Result<std::string> NormalizePciBusId(std::string_view text, const std::string& 
   } else if (MatchesHexPattern(text, "hhhh:hh:hh.h")) {
     out = "0000" + std::string(text);
   } else {
-    return FieldError(path, "\"" + std::string(text) + "\" is not a PCI bus id (expected e.g. 00000000:19:00.0)");
+    return FieldError(path,
+                      std::string("\"").append(text).append("\" is not a PCI bus id (expected e.g. 00000000:19:00.0)"));
   }
   for (char& c : out) c = ToUpper(c);
   return out;
