@@ -17,9 +17,13 @@ struct Unit {
   uint64_t multiplier;
 };
 
-constexpr std::array<Unit, 11> kUnits = {{
+// A bare letter (`4G`, as coreutils, docker and fgpu-probe read it) and `Gi` (as Kubernetes
+// writes it) are the binary units too: GPU memory is counted in GiB.
+constexpr std::array<Unit, 21> kUnits = {{
     {"b", 1},
     {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40}, {"pib", 1ull << 50},
+    {"ki", 1ull << 10}, {"mi", 1ull << 20}, {"gi", 1ull << 30}, {"ti", 1ull << 40}, {"pi", 1ull << 50},
+    {"k", 1ull << 10}, {"m", 1ull << 20}, {"g", 1ull << 30}, {"t", 1ull << 40}, {"p", 1ull << 50},
     {"kb", 1'000ull}, {"mb", 1'000'000ull}, {"gb", 1'000'000'000ull}, {"tb", 1'000'000'000'000ull},
     {"pb", 1'000'000'000'000'000ull},
 }};
@@ -44,7 +48,8 @@ Status Invalid(std::string_view text, std::string_view why) {
 }
 
 constexpr std::string_view kExpected =
-    "expected a non-negative number with an optional unit (B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB, PB)";
+    "expected a non-negative number with an optional unit (B; KiB, MiB, GiB, TiB, PiB, also written Ki, Gi or K, G; "
+    "KB, MB, GB, TB, PB)";
 
 }  // namespace
 

@@ -2,7 +2,8 @@
 //
 // Contract
 // - ParseByteSize accepts a non-negative decimal number with an optional unit: B, KiB, MiB,
-//   GiB, TiB, PiB (1024-based) or KB, MB, GB, TB, PB (SI, 1000-based). Units are
+//   GiB, TiB, PiB (1024-based, also written Ki..Pi or K, M, G, T, P: `4G` = `4Gi` = `4GiB`)
+//   or KB, MB, GB, TB, PB (SI, 1000-based). Units are
 //   case-insensitive and may be separated from the number by spaces. A fraction is allowed
 //   with a unit ("1.5GiB") and is rounded to the nearest byte; a bare number or a "B" count
 //   must be whole. Anything else (empty, sign, exponent, trailing junk, more than

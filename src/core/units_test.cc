@@ -36,6 +36,22 @@ TEST(ParseByteSize, BinaryUnits) {
   EXPECT_EQ(ParseOk("81559MiB"), 81559ull << 20);
 }
 
+TEST(ParseByteSize, ShortBinaryUnits) {
+  // 4G, 4Gi and 4GiB are the same size, as fgpu-probe and coreutils read `4G`.
+  EXPECT_EQ(ParseOk("4G"), 4u * kGiB);
+  EXPECT_EQ(ParseOk("4Gi"), 4u * kGiB);
+  EXPECT_EQ(ParseOk("4g"), 4u * kGiB);
+  EXPECT_EQ(ParseOk("512M"), 512u * kMiB);
+  EXPECT_EQ(ParseOk("512Mi"), 512u * kMiB);
+  EXPECT_EQ(ParseOk("5K"), 5u * kKiB);
+  EXPECT_EQ(ParseOk("5Ki"), 5u * kKiB);
+  EXPECT_EQ(ParseOk("2T"), 2u * kTiB);
+  EXPECT_EQ(ParseOk("2Ti"), 2u * kTiB);
+  EXPECT_EQ(ParseOk("1P"), 1ull << 50);
+  EXPECT_EQ(ParseOk("1.5G"), 3u * kGiB / 2);
+  EXPECT_EQ(ParseOk("1.5 Gi"), 3u * kGiB / 2);
+}
+
 TEST(ParseByteSize, SiUnits) {
   EXPECT_EQ(ParseOk("500MB"), 500'000'000u);
   EXPECT_EQ(ParseOk("1GB"), 1'000'000'000u);
@@ -63,7 +79,7 @@ TEST(ParseByteSize, Fractions) {
 
 TEST(ParseByteSize, RejectsBadInput) {
   for (std::string_view bad : {"", "-1", "-1GiB", "abc", "GiB", "12 ", " 12", "12GiBx", "12 GiB extra", "1.5",
-                               "1.5B", "1.", ".5GiB", "1e9", "+5", "0x10", "5 XiB", "1,000", "12iB", "5K"}) {
+                               "1.5B", "1.", ".5GiB", "1e9", "+5", "0x10", "5 XiB", "1,000", "12iB", "5 Xi", "5Gib2", "5iG"}) {
     ExpectInvalid(bad);
   }
 }
