@@ -20,6 +20,7 @@
 #include "agent/board_registry.h"
 #include "agent/board_server.h"
 #include "agent/config.h"
+#include "agent/log.h"
 #include "agent/membership.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
@@ -183,6 +184,11 @@ int RunAgent(const AgentOptions& options) {
   umask(077);
   Result<AgentConfig> config = LoadConfig(options.config);
   if (!config.ok()) return Fail(config.status().message());
+  // --log-level over the configuration's log_level over info.
+  Result<LogLevel> log_level = options.log_level.empty() ? Result<LogLevel>(config->log_level)
+                                                          : ParseLogLevel(options.log_level);
+  if (!log_level.ok()) return Fail("--log-level: " + log_level.status().message());
+  SetLogLevel(*log_level);
   if (!options.token_file.empty()) {
     Result<std::string> token = LoadToken(options.token_file);
     if (!token.ok()) return Fail("--token-file: " + token.status().message());
@@ -231,10 +237,8 @@ int RunAgent(const AgentOptions& options) {
     if (Status started = board_server->Start(); !started.ok()) return Fail(started.message());
   }
 
-  StopLoss stop_loss(&slices, *nvml, config->stop_loss, [&busy](const SliceRecord& slice) {
-    const SliceUsage usage = busy.Read({slice}).front();
-    return ComputeSample{usage.busy_ns, usage.throttled_ns};
-  });
+  // Board rows only: stop-loss samples every slice every second and needs no ledger.
+  StopLoss stop_loss(&slices, *nvml, config->stop_loss, [&busy](const SliceRecord& slice) { return busy.Compute(slice); });
   Api api(&slices, *nvml, compute_dir);
   api.SetWorkloadEnvironment({options.workload_preload, options.workload_env});
   api.SetStopLoss(&stop_loss);
@@ -270,7 +274,7 @@ int RunAgent(const AgentOptions& options) {
   auto next_prune = std::chrono::steady_clock::now();
   while (received < 0) {
     received = sigtimedwait(&signals, nullptr, &tick);
-    for (const std::string& id : slices.Reap()) std::cout << "fgpu agent: released slice " << id << std::endl;
+    (void)slices.Reap();  // each release is logged as a delete
     if (std::chrono::steady_clock::now() >= next_prune) {
       slices.PruneMembers();
       next_prune += std::chrono::seconds(30);
@@ -281,7 +285,7 @@ int RunAgent(const AgentOptions& options) {
     }
     if (std::chrono::steady_clock::now() >= next_account) {
       if (Status billed = slices.Account(UnixMsNow()); !billed.ok()) {
-        std::cerr << "fgpu agent: usage records: " << billed.message() << std::endl;
+        Log(LogLevel::kError, "account", {{"reason", "usage records: " + billed.message()}});
       }
       next_account += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           std::chrono::duration<double>(options.account_interval_s));

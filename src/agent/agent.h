@@ -14,7 +14,9 @@ struct AgentOptions {
   std::string socket;     // empty: <state_dir>/agent.sock
   double account_interval_s = 60;  // how often usage records are closed (chargeback)
   std::string policy = "FGD+";  // placement policy (src/sched)
-  std::string config;  // JSON file (config.h): stop_loss, access, usage_retention_days
+  std::string config;  // JSON file (config.h): stop_loss, access, usage_retention_days, log_level
+  // debug, info, warn or error (log.h); empty: the configuration's log_level, else info.
+  std::string log_level;
   // A 0600 file holding the token that makes a TCP client an admin; empty: TCP is read-only.
   std::string token_file;
   // What each slice's "env" names besides FGPU_SLICE and CUDA_VISIBLE_DEVICES (api.h

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "agent/dashboard.h"
+#include "agent/log.h"
 #include "agent/metrics.h"
 #include "core/units.h"
 #include "slice/compute_spec.h"
@@ -260,9 +262,68 @@ Result<CreateRequest> ParseCreate(const json& body) {
   return request;
 }
 
+// How loudly a refusal is logged: the agent's own failures are errors, a caller refused what it
+// may not do is a warning, a change refused (no room, a bad field) is news, and a read of
+// something missing (a client polling a slice just deleted) is only for debugging.
+LogLevel RefusalLevel(const net::HttpRequest& request, int status) {
+  if (status >= 500) return LogLevel::kError;
+  if (status == 403) return LogLevel::kWarn;
+  return request.method == "GET" ? LogLevel::kDebug : LogLevel::kInfo;
+}
+
+void LogRefusal(const net::HttpRequest& request, const net::HttpResponse& response) {
+  const LogLevel level = RefusalLevel(request, response.status);
+  if (!LogEnabled(level)) return;
+  const json body = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  std::string reason = body.is_object() && body.contains("error") && body["error"].is_string()
+                           ? body["error"].get<std::string>()
+                           : std::string();
+  LogFields fields = {{"status", std::to_string(response.status)},
+                      {"method", request.method},
+                      {"path", request.path}};
+  if (request.peer.unix_socket) {
+    fields.emplace_back("uid", std::to_string(request.peer.uid));
+    fields.emplace_back("pid", std::to_string(request.peer.pid));
+  } else {
+    fields.emplace_back("peer", "tcp");
+  }
+  fields.emplace_back("reason", std::move(reason));
+  Log(level, "refuse", fields);
+}
+
 }  // namespace
 
+json Api::Describe(const SliceRecord& slice, bool full, uint64_t throttled_ns, bool starved) const {
+  json body = full ? ToJson(slice, workload_) : PublicJson(slice);
+  body["compute_throttled_seconds"] = static_cast<double>(throttled_ns) / 1e9;
+  body["starved"] = starved;
+  return body;
+}
+
+json Api::Describe(const SliceRecord& slice, bool full) {
+  const bool starved = stop_loss_ != nullptr && stop_loss_->Starved().count(slice.id) != 0;
+  return Describe(slice, full, usage_.Compute(slice).throttled_ns, starved);
+}
+
+Api::Api(SliceService* slices, std::shared_ptr<NvmlClient> nvml, std::string compute_dir)
+    : slices_(slices), nvml_(std::move(nvml)), usage_(std::move(compute_dir)) {
+  if (slices_ == nullptr) return;  // a page-only Api (tests)
+  observer_ = slices_->AddObserver([this](const SliceRecord& slice, bool gone) {
+    if (gone) usage_.Forget(slice.id);
+  });
+}
+
+Api::~Api() {
+  if (slices_ != nullptr) slices_->RemoveObserver(observer_);
+}
+
 net::HttpResponse Api::Handle(const net::HttpRequest& request) {
+  net::HttpResponse response = Answer(request);
+  if (response.status >= 400) LogRefusal(request, response);
+  return response;
+}
+
+net::HttpResponse Api::Answer(const net::HttpRequest& request) {
   if (!IsUtf8(request.path) || !IsUtf8(request.query)) return Error(400, "the request target is not valid UTF-8");
   Result<Caller> caller = access_->Identify(request);
   if (!caller.ok()) return ErrorOf(caller.status());
@@ -410,15 +471,16 @@ net::HttpResponse Api::ListSlices(const net::HttpRequest& request, const Caller&
   // ?usage=1: also what each slice uses now (its ledger and compute board), as fgpu status shows.
   const bool with_usage = request.query.find("usage=1") != std::string::npos;
   const std::vector<SliceUsage> usage = with_usage ? usage_.Read(records) : std::vector<SliceUsage>();
+  const std::set<std::string> starved = stop_loss_ != nullptr ? stop_loss_->Starved() : std::set<std::string>();
   json slices = json::array();
   for (std::size_t i = 0; i < records.size(); ++i) {
     const bool full = access_->MayManage(caller, records[i]).ok();
-    json slice = full ? ToJson(records[i], workload_) : PublicJson(records[i]);
+    const uint64_t throttled_ns = with_usage ? usage[i].throttled_ns : usage_.Compute(records[i]).throttled_ns;
+    json slice = Describe(records[i], full, throttled_ns, starved.count(records[i].id) != 0);
     if (with_usage) {
       slice["memory_used_bytes"] = usage[i].memory_used;
       slice["processes"] = usage[i].processes;
       slice["compute_busy_seconds"] = static_cast<double>(usage[i].busy_ns) / 1e9;
-      slice["compute_throttled_seconds"] = static_cast<double>(usage[i].throttled_ns) / 1e9;
       slice["ledger_readable"] = usage[i].ledger_readable;
       if (full && !usage[i].ledger_readable) slice["ledger_problem"] = usage[i].ledger_problem;
     }
@@ -446,7 +508,7 @@ net::HttpResponse Api::CreateSlice(const net::HttpRequest& request, const Caller
   }
   Result<QueueStatus> outcome = slices_->CreateOrQueue(*create, request.peer);
   if (!outcome.ok()) return ErrorOf(outcome.status());
-  if (outcome->slice) return Json(201, ToJson(*outcome->slice, workload_));
+  if (outcome->slice) return Json(201, Describe(*outcome->slice, /*full=*/true));
   return Json(202, json{{"ticket", outcome->ticket}, {"position", outcome->position}});
 }
 
@@ -460,7 +522,7 @@ net::HttpResponse Api::Queued(const net::HttpRequest& request, const Caller& cal
   if (request.method == "GET") {
     Result<QueueStatus> status = slices_->Poll(ticket);
     if (!status.ok()) return ErrorOf(status.status());
-    if (status->slice) return Json(201, ToJson(*status->slice, workload_));
+    if (status->slice) return Json(201, Describe(*status->slice, /*full=*/true));
     return Json(200, json{{"ticket", ticket}, {"position", status->position}});
   }
   const Status cancelled = slices_->Cancel(ticket);
@@ -487,8 +549,7 @@ net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const Caller& c
   Result<SliceRecord> slice = slices_->Get(id);
   if (!slice.ok()) return ErrorOf(slice.status());
   if (request.method == "GET") {
-    const bool full = access_->MayManage(caller, *slice).ok();
-    return Json(200, full ? ToJson(*slice, workload_) : PublicJson(*slice));
+    return Json(200, Describe(*slice, access_->MayManage(caller, *slice).ok()));
   }
   if (request.method == "PATCH") {
     Result<json> body = ObjectBody(request, {"memory", "compute", "compute_mode", "tier"});
@@ -497,11 +558,13 @@ net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const Caller& c
     if (!resize.ok()) return ErrorOf(resize.status());
     if (Status allowed = access_->MayResize(caller, *slice, *resize); !allowed.ok()) return ErrorOf(allowed);
     Result<SliceRecord> resized = slices_->Resize(id, *resize);
-    return resized.ok() ? Json(200, ToJson(*resized, workload_)) : ErrorOf(resized.status());
+    return resized.ok() ? Json(200, Describe(*resized, /*full=*/true)) : ErrorOf(resized.status());
   }
   if (request.method == "DELETE") {
     if (Status allowed = access_->MayManage(caller, *slice); !allowed.ok()) return ErrorOf(allowed);
-    const Status deleted = slices_->Delete(id);
+    const Status deleted = slices_->Delete(id, request.peer.unix_socket
+                                                   ? "requested by uid " + std::to_string(request.peer.uid)
+                                                   : std::string("requested over TCP by an admin"));
     if (!deleted.ok()) return ErrorOf(deleted);
     return NoContent();
   }

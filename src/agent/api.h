@@ -29,6 +29,12 @@
 // read in full, resize and delete their own, and poll or cancel their own queue tickets; admins
 // (root, the admin group, TCP with the token) do everything.
 //
+// Every slice's JSON (GET /v1/slices, /v1/slices/{id}, and the slice a create, a resize or a
+// queue poll answers) also has, for anyone who may read it,
+// "compute_throttled_seconds" (how long its launches waited in the compute gate, from its board
+// row: the counter /metrics shows) and "starved" (stop-loss's starvation detection flags it
+// now; false without stop-loss).
+//
 // Errors are {"error": "..."} with 400 (malformed JSON, a bad field, an unknown field, a body
 // nested deeper than kMaxJsonDepth, a path or query that is not UTF-8), 403 (not allowed: the
 // reason), 404 (no such slice, GPU or ticket), 405, 409 (no room), 415 (not JSON), 500.
@@ -36,6 +42,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,9 +72,15 @@ class Api {
 
   // `nvml` (may be null: GPU readings are then omitted) and `compute_dir` (the GPUs' compute
   // boards) feed GET /metrics.
+  // The usage reader lets a slice's ledger go as soon as the slice is deleted (an observer of
+  // `slices`, removed by the destructor).
   explicit Api(SliceService* slices, std::shared_ptr<NvmlClient> nvml = nullptr,
-               std::string compute_dir = "/dev/shm/fgpu-compute")
-      : slices_(slices), nvml_(std::move(nvml)), usage_(std::move(compute_dir)) {}
+               std::string compute_dir = "/dev/shm/fgpu-compute");
+  ~Api();
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
+  // Answers the request; a refusal (4xx, 5xx) is logged with its reason and who asked
+  // (docs/agent.md "Logs").
   net::HttpResponse Handle(const net::HttpRequest& request);
   // Stop-loss counters for /metrics (none when unset).
   void SetStopLoss(const StopLoss* stop_loss) { stop_loss_ = stop_loss; }
@@ -79,6 +92,7 @@ class Api {
   void SetAccess(std::shared_ptr<const Access> access) { access_ = std::move(access); }
 
  private:
+  net::HttpResponse Answer(const net::HttpRequest& request);
   net::HttpResponse Route(const net::HttpRequest& request, const Caller& caller);
   net::HttpResponse Health();
   net::HttpResponse ListGpus();
@@ -90,6 +104,10 @@ class Api {
   net::HttpResponse Queued(const net::HttpRequest& request, const Caller& caller, const std::string& ticket);
 
   net::HttpResponse Metrics();
+  // A slice's JSON: in full (its owner, admins) or its public fields, with the board's throttled
+  // time and stop-loss's verdict (read now by the second form).
+  nlohmann::json Describe(const SliceRecord& slice, bool full, uint64_t throttled_ns, bool starved) const;
+  nlohmann::json Describe(const SliceRecord& slice, bool full);
   net::HttpResponse Usage(const net::HttpRequest& request, const Caller& caller);
 
   SliceService* slices_;
@@ -100,6 +118,7 @@ class Api {
   std::shared_ptr<const Access> access_ = std::make_shared<Access>(AccessPolicy{});
   std::function<net::ServerStats()> http_stats_;
   std::function<std::pair<uint64_t, uint64_t>()> board_stats_;
+  int observer_ = 0;  // the handle of the usage reader's observer of slices_
 };
 
 }  // namespace fgpu::agent

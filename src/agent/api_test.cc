@@ -3,11 +3,15 @@
 #include "agent/api.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <map>
@@ -16,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/log.h"
 #include "agent/store.h"
 #include "slice/process_liveness.h"
 
@@ -196,6 +201,106 @@ TEST_F(ApiTest, ARestartKeepsEverySliceAndRepairsAMissingDirectory) {
   // New ids continue after the restored ones.
   const net::HttpResponse third = Call("POST", "/v1/slices", R"({"memory":"1GiB"})");
   EXPECT_EQ(json::parse(third.body)["id"], "s3") << third.body;
+}
+
+// Paths under `dir` this process holds open (/proc/self/fd) or mapped (/proc/self/maps).
+std::vector<std::string> HeldUnder(const std::string& dir) {
+  std::vector<std::string> held;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    const std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+    if (!error && target.rfind(dir, 0) == 0) held.push_back(target);
+  }
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find(dir) != std::string::npos) held.push_back(line);
+  }
+  return held;
+}
+
+// Issue 14: a deleted slice's ledger stayed open and mapped until the next /metrics scrape.
+TEST_F(ApiTest, ADeletedSlicesFilesAreLetGoAtOnce) {
+  const net::HttpResponse created = Call("POST", "/v1/slices", R"({"memory":"1GiB"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const json slice = json::parse(created.body);
+  const std::string dir = slice["dir"];
+  ASSERT_EQ(Call("GET", "/metrics").status, 200);
+  ASSERT_EQ(Call("GET", "/v1/slices?usage=1").status, 200);
+  EXPECT_FALSE(HeldUnder(dir).empty()) << "scrapes keep the slice's files between them";
+  ASSERT_EQ(Call("DELETE", "/v1/slices/" + slice["id"].get<std::string>()).status, 204);
+  const std::vector<std::string> held = HeldUnder(dir);
+  EXPECT_TRUE(held.empty()) << held.front();
+}
+
+// Every reader of a slice sees how long its launches waited in the compute gate and whether
+// starvation detection flags it (false without stop-loss), in the list and alone.
+TEST_F(ApiTest, EverySliceSaysItsThrottledTimeAndWhetherItIsStarved) {
+  const net::HttpResponse created = Call("POST", "/v1/slices", R"({"memory":"1GiB"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = json::parse(created.body)["id"];
+  for (const std::string& path : {std::string("/v1/slices"), std::string("/v1/slices?usage=1")}) {
+    const json list = json::parse(Call("GET", path, "", 1000).body);  // a user, not its owner
+    ASSERT_EQ(list.size(), 1u);
+    EXPECT_EQ(list[0]["compute_throttled_seconds"], 0.0) << path;
+    EXPECT_EQ(list[0]["starved"], false) << path;
+  }
+  const json one = json::parse(Call("GET", "/v1/slices/" + id).body);
+  EXPECT_EQ(one["compute_throttled_seconds"], 0.0);
+  EXPECT_EQ(one["starved"], false);
+}
+
+// The event log: one line per create, resize, delete and refusal, with who asked and why.
+TEST_F(ApiTest, CreateResizeDeleteAndRefusalsAreLogged) {
+  const std::string log_path = dir_ + "/agent.log";
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(log_fd, 0);
+  SetLogDescriptor(log_fd);
+  const net::HttpResponse created = Call("POST", "/v1/slices", R"({"memory":"1GiB","compute":10,"tenant":"t1"})");
+  const std::string id = json::parse(created.body)["id"];
+  Call("PATCH", "/v1/slices/" + id, R"({"compute":20})");
+  Call("POST", "/v1/slices", R"({"memory":"100GiB"})");                  // no room: 409
+  Call("POST", "/v1/slices", R"({"memory":"1GiB","tier":"latency"})", 1000);  // not this user's tier: 403
+  Call("GET", "/v1/slices/s999");                                         // a read of nothing: debug only
+  Call("DELETE", "/v1/slices/" + id);
+  SetLogDescriptor(STDERR_FILENO);
+  close(log_fd);
+  std::ifstream file(log_path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << ::testing::PrintToString(lines);
+  EXPECT_EQ(lines[0], "fgpu agent: info create slice=" + id +
+                          " gpu=GPU-aaaa memory=1GiB compute=10 mode=share tier=standard tenant=t1 uid=0");
+  EXPECT_EQ(lines[1].rfind("fgpu agent: info resize slice=" + id + " gpu=GPU-aaaa memory=1GiB compute=20 ", 0), 0u)
+      << lines[1];
+  EXPECT_EQ(lines[2].rfind("fgpu agent: info refuse status=409 method=POST path=/v1/slices uid=0 pid=99 reason=\"no GPU "
+                           "has 100 GiB",
+                           0),
+            0u)
+      << lines[2];
+  EXPECT_EQ(lines[3].rfind("fgpu agent: warn refuse status=403 method=POST path=/v1/slices uid=1000 pid=99 reason=", 0), 0u)
+      << lines[3];
+  EXPECT_NE(lines[3].find("latency"), std::string::npos) << lines[3];
+  EXPECT_EQ(lines[4], "fgpu agent: info delete slice=" + id +
+                          " gpu=GPU-aaaa memory=1GiB compute=20 mode=share tier=standard tenant=t1 uid=0 "
+                          "reason=\"requested by uid 0\"");
+}
+
+// Issue 14: after every slice was deleted, a restart handed out s1 again and the usage of two
+// slices merged under one id. Ids now continue past every id ever used.
+TEST_F(ApiTest, IdsAreNeverReusedAfterEverySliceIsDeletedAndTheAgentRestarts) {
+  std::set<std::string> seen;
+  for (int round = 0; round < 3; ++round) {
+    const net::HttpResponse created = Call("POST", "/v1/slices", R"({"memory":"1GiB"})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    const std::string id = json::parse(created.body)["id"];
+    EXPECT_TRUE(seen.insert(id).second) << id << " was handed out twice";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a record of some length
+    ASSERT_EQ(Call("DELETE", "/v1/slices/" + id).status, 204);
+    Boot();
+  }
+  Result<std::vector<UsageTotal>> billed = service_->Totals(0, INT64_MAX, "slice");
+  ASSERT_TRUE(billed.ok());
+  EXPECT_EQ(billed->size(), 3u) << "each slice bills under its own id";
 }
 
 TEST_F(ApiTest, WaitersQueueInOrderAndArePlacedWhenRoomFrees) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -17,10 +18,17 @@ namespace {
 
 using nlohmann::json;
 
+// A value as the file wrote it, shortened: what the error message quotes.
+std::string Quoted(const json& value) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
 // Reads one object's keys with a parser each; a key without one is refused.
 using FieldParser = std::function<Status(const json&)>;
 Status ReadObject(const json& object, const std::string& where, const std::map<std::string, FieldParser>& fields) {
-  if (!object.is_object()) return Status::InvalidArgument(where + " must be an object");
+  if (!object.is_object()) return Status::InvalidArgument(where + " must be an object, not " + Quoted(object));
   for (const auto& [key, value] : object.items()) {
     const auto field = fields.find(key);
     if (field == fields.end()) {
@@ -29,7 +37,9 @@ Status ReadObject(const json& object, const std::string& where, const std::map<s
       return Status::InvalidArgument(where + "." + key + ": unknown key (known: " + known + ")");
     }
     if (Status status = field->second(value); !status.ok()) {
-      return Status::InvalidArgument(where + "." + key + ": " + status.message());
+      // A nested object names its own bad key and value: pass its message on as it is.
+      if (status.message().rfind(where + "." + key, 0) == 0) return status;
+      return Status::InvalidArgument(where + "." + key + ": " + status.message() + ", not " + Quoted(value));
     }
   }
   return Status::Ok();
@@ -37,7 +47,9 @@ Status ReadObject(const json& object, const std::string& where, const std::map<s
 
 Status Seconds(const json& value, double minimum, int64_t* ms) {
   if (!value.is_number() || value.get<double>() < minimum) {
-    return Status::InvalidArgument("a number of seconds >= " + std::to_string(minimum));
+    char bound[32];
+    std::snprintf(bound, sizeof(bound), "%g", minimum);
+    return Status::InvalidArgument(std::string("a number of seconds >= ") + bound);
   }
   *ms = static_cast<int64_t>(value.get<double>() * 1000);
   return Status::Ok();
@@ -100,7 +112,14 @@ Status ParseStopLoss(const json& object, const std::string& where, StopLossPolic
           policy->starved_below = v.get<double>();
           return Status::Ok();
         }},
-       {"starve_window_s", [&](const json& v) { return Seconds(v, 1, &policy->starve_window_ms); }}});
+       {"starve_window_s", [&](const json& v) { return Seconds(v, 1, &policy->starve_window_ms); }},
+       {"starvation",
+        [&](const json& v) {
+          if (v != "report" && v != "evict") return Status::InvalidArgument("\"report\" or \"evict\"");
+          policy->starvation = v == "evict" ? StopLossPolicy::StarvationAction::kEvict
+                                            : StopLossPolicy::StarvationAction::kReport;
+          return Status::Ok();
+        }}});
 }
 
 Status ParseRule(const json& object, const std::string& where, AccessRule* rule) {
@@ -145,7 +164,9 @@ Status ParseRule(const json& object, const std::string& where, AccessRule* rule)
 
 Status ParseRules(const json& object, const std::string& where, const AccessRule& base,
                   std::map<std::string, AccessRule>* rules) {
-  if (!object.is_object()) return Status::InvalidArgument(where + " must be an object of name: rule");
+  if (!object.is_object()) {
+    return Status::InvalidArgument(where + " must be an object of name: rule, not " + Quoted(object));
+  }
   for (const auto& [name, value] : object.items()) {
     AccessRule rule = base;  // what the entry leaves out is the default's
     if (Status status = ParseRule(value, where + "." + name, &rule); !status.ok()) return status;
@@ -190,6 +211,13 @@ Result<AgentConfig> LoadConfig(const std::string& path) {
        {"usage_retention_days", [&](const json& v) {
           if (!v.is_number() || v.get<double>() < 0) return Status::InvalidArgument("a number of days >= 0 (0: keep all)");
           config.usage_retention_ms = static_cast<int64_t>(v.get<double>() * 24 * 3600 * 1000);
+          return Status::Ok();
+        }},
+       {"log_level", [&](const json& v) {
+          Result<LogLevel> level = v.is_string() ? ParseLogLevel(v.get<std::string>())
+                                                 : Result<LogLevel>(Status::InvalidArgument(""));
+          if (!level.ok()) return Status::InvalidArgument("debug, info, warn or error");
+          config.log_level = *level;
           return Status::Ok();
         }}});
   if (!status.ok()) return status;

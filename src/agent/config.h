@@ -3,8 +3,9 @@
 //
 // Contract
 // - LoadConfig("") is the defaults. A file that cannot be read, is not a JSON object, or has a
-//   key this build does not know (at any level) or a value out of range is refused with
-//   InvalidArgument naming the file and the key: a misspelled limit must not be lifted silently.
+//   key this build does not know (at any level) or a value of the wrong type or out of range is
+//   refused with InvalidArgument naming the file, the key's path and, for a bad value, the value
+//   as written: a misspelled limit must not be lifted silently.
 // - LoadToken reads the TCP admin token from a file that must be a regular file owned by this
 //   process's user with no group or other permissions (0600 or stricter), holding one line of at
 //   least 16 characters.
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "agent/access.h"
+#include "agent/log.h"
 #include "agent/stop_loss.h"
 #include "core/status.h"
 
@@ -24,6 +26,7 @@ struct AgentConfig {
   AccessPolicy access;
   // Usage records that ended longer ago than this are deleted (each accounting pass); 0: kept.
   int64_t usage_retention_ms = int64_t{400} * 24 * 3600 * 1000;
+  LogLevel log_level = LogLevel::kInfo;  // the event log's (log.h); --log-level overrides it
 };
 
 Result<AgentConfig> LoadConfig(const std::string& path);

@@ -79,6 +79,43 @@ TEST_F(ConfigTest, AMisspelledOrOutOfRangeKeyIsRefusedByName) {
   }
 }
 
+// A value of the wrong type or out of range: the message names the whole key path and quotes
+// the value as written, once (a nested key is not named twice).
+TEST_F(ConfigTest, ABadValueIsNamedByItsKeyPathAndQuoted) {
+  const struct {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {R"({"stop_loss": {"grace_s": "5"}})", ".stop_loss.grace_s: a number of seconds >= 0, not \"5\""},
+      {R"({"stop_loss": {"bypass": "shrug"}})", ".stop_loss.bypass: \"evict\" or \"alert\", not \"shrug\""},
+      {R"({"stop_loss": {"starvation": "kill"}})", ".stop_loss.starvation: \"report\" or \"evict\", not \"kill\""},
+      {R"({"stop_loss": {"overuse_checks": 1.5}})", ".stop_loss.overuse_checks: an integer 1..3600, not 1.5"},
+      {R"({"access": {"default": {"max_compute": 101}}})", ".access.default.max_compute: an integer percent 1..100, not 101"},
+      {R"({"access": {"users": {"bob": {"max_slices": -2}}}})", ".access.users.bob.max_slices: an integer >= 0, not -2"},
+      {R"({"access": {"groups": []}})", ".access.groups must be an object of name: rule, not []"},
+      {R"({"stop_loss": 7})", ".stop_loss must be an object, not 7"},
+      {R"({"log_level": "loud"})", ".log_level: debug, info, warn or error, not \"loud\""},
+  };
+  for (const auto& c : cases) {
+    Result<AgentConfig> config = Load(c.text);
+    ASSERT_FALSE(config.ok()) << c.text;
+    EXPECT_EQ(config.status().message(), path_ + c.message) << c.text;
+  }
+}
+
+TEST_F(ConfigTest, StarvationIsWatchedByDefaultAndOnlyReported) {
+  Result<AgentConfig> config = LoadConfig("");
+  ASSERT_TRUE(config.ok());
+  EXPECT_GT(config->stop_loss.starved_below, 0) << "on by default";
+  EXPECT_EQ(config->stop_loss.starvation, StopLossPolicy::StarvationAction::kReport) << "reported, nobody evicted";
+  EXPECT_EQ(config->log_level, LogLevel::kInfo);
+  config = Load(R"({"stop_loss": {"starvation": "evict", "starved_below": 0.25}, "log_level": "debug"})");
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->stop_loss.starvation, StopLossPolicy::StarvationAction::kEvict);
+  EXPECT_DOUBLE_EQ(config->stop_loss.starved_below, 0.25);
+  EXPECT_EQ(config->log_level, LogLevel::kDebug);
+}
+
 TEST_F(ConfigTest, TheTokenFileMustBePrivate) {
   const std::string token = "/tmp/fgpu-token-test-" + std::to_string(getpid());
   std::ofstream(token) << "0123456789abcdef-token\n";

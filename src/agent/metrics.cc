@@ -240,13 +240,25 @@ std::vector<SliceUsage> UsageReader::Read(const std::vector<SliceRecord>& slices
   return usage;
 }
 
-uint64_t UsageReader::BusyNs(const SliceRecord& slice) {
+uint64_t UsageReader::BusyNs(const SliceRecord& slice) { return Compute(slice).busy_ns; }
+
+ComputeSample UsageReader::Compute(const SliceRecord& slice) {
   std::lock_guard<std::mutex> lock(mutex_);
   const compute::Board* board = BoardFor(slice.gpu_uuid);
-  if (board == nullptr) return 0;
+  if (board == nullptr) return {};
   SliceUsage usage;
   ReadRow(*board, BoardKey(slice.dir), &usage);
-  return usage.busy_ns;
+  return {usage.busy_ns, usage.throttled_ns};
+}
+
+void UsageReader::Forget(const std::string& slice_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_->ledgers.erase(slice_id);
+}
+
+std::size_t UsageReader::LedgersHeld() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cache_->ledgers.size();
 }
 
 std::string RenderMetrics(const MetricsSnapshot& snapshot) {
@@ -331,6 +343,10 @@ std::string RenderMetrics(const MetricsSnapshot& snapshot) {
   out.Family("fgpu_stop_loss_starvations_total", "counter",
              "Windows in which a slice waited in the compute gate yet got under its starvation bound.");
   out.Sample({}, static_cast<double>(snapshot.stop_loss.starvations));
+  out.Family("fgpu_slice_starved", "gauge",
+             "1 while the slice's last starvation window found it starved: its launches waited in the compute gate "
+             "yet it got under its starvation bound of its share.");
+  for (const SliceRecord& slice : snapshot.slices) out.Sample(SliceLabels(slice), snapshot.stop_loss.starved.count(slice.id) ? 1 : 0);
   out.Family("fgpu_slices", "gauge", "Slices the agent holds.");
   out.Sample({}, static_cast<double>(snapshot.slices.size()));
   out.Family("fgpu_queue_length", "gauge", "Requests waiting for room.");

@@ -65,6 +65,14 @@ class UsageReader {
   std::vector<SliceUsage> Read(const std::vector<SliceRecord>& slices);
   // The slice's measured busy counter (0 before its first launch).
   uint64_t BusyNs(const SliceRecord& slice);
+  // The slice's busy and throttled counters from its board row alone (no ledger is opened):
+  // what stop-loss samples every second.
+  ComputeSample Compute(const SliceRecord& slice);
+  // Lets the slice's ledger go now (its mapping and descriptor), not at the next Read: a deleted
+  // slice's files are closed at once (SliceService observer).
+  void Forget(const std::string& slice_id);
+  // How many slices' ledgers it holds mapped (tests).
+  std::size_t LedgersHeld();
 
  private:
   struct Cache;

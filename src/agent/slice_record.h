@@ -4,7 +4,9 @@
 
 #include <sys/types.h>
 
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "slice/slice.h"
@@ -46,6 +48,19 @@ struct SliceRecord {
 
   bool operator==(const SliceRecord&) const = default;
 };
+
+// Slice ids are "s" and a number the state directory never hands out twice (Store keeps the
+// highest ever recorded), so usage records of different slices never share an id.
+inline std::string SliceIdOf(uint64_t number) { return "s" + std::to_string(number); }
+
+// The number in an id SliceIdOf made; nullopt for anything else.
+inline std::optional<uint64_t> SliceNumberOf(const std::string& id) {
+  if (id.size() < 2 || id[0] != 's') return std::nullopt;
+  uint64_t number = 0;
+  const auto [end, error] = std::from_chars(id.data() + 1, id.data() + id.size(), number);
+  if (error != std::errc() || end != id.data() + id.size()) return std::nullopt;
+  return number;
+}
 
 // One closed interval of a slice's usage: what chargeback bills (docs/agent.md "Chargeback").
 struct UsageRecord {

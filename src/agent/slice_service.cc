@@ -12,8 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/log.h"
 #include "agent/processes.h"
 #include "core/units.h"
+#include "slice/compute_spec.h"
 #include "slice/process_liveness.h"
 #include "slice/slice_files.h"
 
@@ -75,6 +77,23 @@ std::string NewTicket() {
   }
   return ticket;
 }
+
+// What a log line says of a slice: who it is, where, its limits and whose it is.
+LogFields SliceFields(const SliceRecord& record) {
+  LogFields fields = {{"slice", record.id},
+                      {"gpu", record.gpu_uuid},
+                      {"memory", CompactBytes(record.memory_bytes)},
+                      {"compute", std::to_string(record.compute_share)},
+                      {"mode", slice::ToString(record.compute_mode)},
+                      {"tier", slice::ToString(record.tier)},
+                      {"tenant", record.tenant},
+                      {"uid", std::to_string(record.owner_uid)}};
+  if (!record.labels.job.empty()) fields.emplace_back("job", record.labels.job);
+  return fields;
+}
+
+// A ticket's first 8 characters: enough to follow it through the log, never the whole secret.
+std::string TicketTag(const std::string& ticket) { return ticket.substr(0, 9); }
 
 bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
   return !room.exclusive && room.fenced.empty() && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100 &&
@@ -149,8 +168,7 @@ void SliceService::RetryReleasesLocked() {
     }
     const Status forgotten = store_->DeleteSlice(slice.id);
     if (!forgotten.ok() && forgotten.code() != StatusCode::kNotFound) return false;
-    std::cerr << "fgpu agent: slice " << slice.id << " billed and forgotten after the state database recovered"
-              << std::endl;
+    Log(LogLevel::kInfo, "billed", {{"slice", slice.id}, {"reason", "the state database recovered"}});
     return true;
   });
 }
@@ -167,19 +185,36 @@ Status SliceService::Restore() {
   Result<std::vector<std::string>> exclusive = store_->ExclusiveGpus();
   if (!exclusive.ok()) return exclusive.status();
   exclusive_ = std::set<std::string>(exclusive->begin(), exclusive->end());
+  Result<uint64_t> last = store_->LastSliceNumber();
+  if (!last.ok()) return last.status();
+  next_id_ = *last + 1;  // above every id this state directory ever stored: none is reused
   slices_ = *stored;
+  int recreated = 0;
   for (const SliceRecord& record : slices_) {
-    unsigned long long number = 0;
-    if (std::sscanf(record.id.c_str(), "s%llu", &number) == 1 && number >= next_id_) next_id_ = number + 1;
+    if (const std::optional<uint64_t> number = SliceNumberOf(record.id); number && *number >= next_id_) {
+      next_id_ = *number + 1;
+    }
+    LogFields fields = SliceFields(record);
     if (slice::SliceAdmin::Open(record.dir).ok()) {  // intact: its workloads keep running
       SecureDirectory(record);  // made by an older agent: the modes and owner of today's
+      fields.emplace_back("directory", "kept");
+      Log(LogLevel::kInfo, "restore", fields);
       continue;
     }
     std::error_code ignored;
     std::filesystem::remove_all(record.dir, ignored);
     if (Status status = WriteDirectory(record); !status.ok()) return status;
+    ++recreated;
+    // Its workloads' ledger is gone with the old directory: their charges start again at 0.
+    fields.emplace_back("directory", "recreated (it was missing or unreadable)");
+    Log(LogLevel::kWarn, "restore", fields);
   }
-  RemoveOrphans();
+  const int orphans = RemoveOrphans();
+  Log(LogLevel::kInfo, "restored",
+      {{"slices", std::to_string(slices_.size())},
+       {"recreated", std::to_string(recreated)},
+       {"orphans_removed", std::to_string(orphans)},
+       {"next_id", SliceIdOf(next_id_)}});
   Result<std::vector<std::tuple<std::string, int64_t, uint64_t>>> members = store_->Members();
   if (!members.ok()) return members.status();
   std::map<std::string, std::vector<Member>> by_slice;
@@ -190,7 +225,8 @@ Status SliceService::Restore() {
   return Status::Ok();
 }
 
-void SliceService::RemoveOrphans() const {
+int SliceService::RemoveOrphans() const {
+  int removed = 0;
   // A directory without a record: a delete that crashed between its two steps (the record
   // goes first, so a deleted slice is never resurrected).
   std::error_code error;
@@ -207,7 +243,10 @@ void SliceService::RemoveOrphans() const {
     if (admin.ok()) (void)admin->Remove();
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
+    Log(LogLevel::kInfo, "orphan_removed", {{"dir", dir}, {"reason", "no record: a delete interrupted by a crash"}});
+    ++removed;
   }
+  return removed;
 }
 
 std::vector<GpuRoom> SliceService::RoomsLocked() const {
@@ -301,7 +340,7 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
         return Status::ResourceExhausted("GPU " + *request.gpu + " holds " + std::to_string(room.slices) +
                                          " slices, the most its compute board has rows for");
       }
-      if (Fits(room, request.memory_bytes, share_on(room))) return std::make_pair(room.gpu.uuid, share_on(room));
+      if (Fits(room, request.memory_bytes, share_on(room))) return Placed(room, request.memory_bytes, share_on(room), "request");
       return Status::ResourceExhausted("GPU " + *request.gpu + " has " +
                                        FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +
                                        std::to_string(100 - room.compute_reserved) + " % compute left");
@@ -310,7 +349,7 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
   if (placer_ && !rooms.empty()) {
     Result<std::size_t> chosen = placer_(rooms, slices_, request.memory_bytes, share_on(rooms.front()));
     if (chosen.ok() && *chosen < rooms.size() && Fits(rooms[*chosen], request.memory_bytes, share_on(rooms[*chosen]))) {
-      return std::make_pair(rooms[*chosen].gpu.uuid, share_on(rooms[*chosen]));
+      return Placed(rooms[*chosen], request.memory_bytes, share_on(rooms[*chosen]), "policy");
     }
     if (!chosen.ok() && chosen.status().code() != StatusCode::kResourceExhausted) return chosen.status();
     // Nothing fits by the engine's model: the best-fit pass below gives the precise refusal.
@@ -327,7 +366,22 @@ Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest
                                                             : std::string("that much")) +
                                      " compute free");
   }
-  return std::make_pair(best->gpu.uuid, share_on(*best));
+  return Placed(*best, request.memory_bytes, share_on(*best), "best-fit");
+}
+
+// The placement decision, logged at debug: which GPU, chosen how, and the room it had.
+std::pair<std::string, uint32_t> SliceService::Placed(const GpuRoom& room, uint64_t memory, uint32_t share,
+                                                      const char* by) {
+  if (LogEnabled(LogLevel::kDebug)) {
+    Log(LogLevel::kDebug, "place",
+        {{"gpu", room.gpu.uuid},
+         {"by", by},
+         {"memory", CompactBytes(memory)},
+         {"compute", std::to_string(share)},
+         {"gpu_memory_left", CompactBytes(room.gpu.memory_total - room.memory_reserved)},
+         {"gpu_compute_left", std::to_string(100 - room.compute_reserved)}});
+  }
+  return {room.gpu.uuid, share};
 }
 
 // The user whose processes charge the slice's ledger: its owner, when the agent can give a file
@@ -369,7 +423,7 @@ void SliceService::SecureDirectory(const SliceRecord& record) const {
   close(dir);
 }
 
-std::string SliceService::NewId() { return "s" + std::to_string(next_id_++); }
+std::string SliceService::NewId() { return SliceIdOf(next_id_++); }
 
 Status SliceService::Validate(const CreateRequest& request, const net::Peer& peer) const {
   if (request.memory_bytes == 0) return Status::InvalidArgument("memory must be more than 0 bytes");
@@ -420,7 +474,8 @@ Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, con
     return status;
   }
   slices_.push_back(record);
-  if (observer_) observer_(record, /*gone=*/false);
+  Notify(record, /*gone=*/false);
+  Log(LogLevel::kInfo, "create", SliceFields(record));
   return record;
 }
 
@@ -439,8 +494,16 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
                                                         *request.gpu == std::to_string(gpu.index));
   });
   if (!could_fit) return Status::ResourceExhausted("no GPU of this machine is large enough, even empty");
-  Queued entry{NewTicket(), request, peer, start_time, std::nullopt};
+  Queued entry{NewTicket(), request, peer, start_time, std::nullopt, std::chrono::steady_clock::now()};
   queue_.push_back(entry);
+  Log(LogLevel::kInfo, "enqueue",
+      {{"ticket", TicketTag(entry.ticket)},
+       {"position", std::to_string(queue_.size())},
+       {"memory", CompactBytes(request.memory_bytes)},
+       {"compute", request.compute_share ? std::to_string(*request.compute_share) : std::string("auto")},
+       {"tier", slice::ToString(request.tier)},
+       {"tenant", request.tenant},
+       {"uid", std::to_string(request.owner ? *request.owner : peer.uid)}});
   return QueueStatus{entry.ticket, static_cast<int>(queue_.size()), std::nullopt};
 }
 
@@ -472,7 +535,11 @@ Status SliceService::Cancel(const std::string& ticket) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.ticket == ticket; });
   if (it == queue_.end()) return Status::NotFound("no queued request " + ticket);
-  if (it->placed) (void)DeleteLocked(it->placed->id);
+  if (it->placed) {
+    (void)DeleteLocked(it->placed->id, "its queue ticket was cancelled");
+  } else {
+    Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(ticket)}, {"reason", "cancelled"}});
+  }
   queue_.erase(it);
   return Status::Ok();
 }
@@ -483,6 +550,12 @@ void SliceService::PlaceQueuedLocked() {
     Result<SliceRecord> created = CreateLocked(entry.request, entry.peer, entry.owner_start_time);
     if (!created.ok()) return;  // strict FIFO: nobody overtakes the head
     entry.placed = *created;
+    const auto waited = std::chrono::steady_clock::now() - entry.queued_at;
+    Log(LogLevel::kInfo, "dequeue",
+        {{"ticket", TicketTag(entry.ticket)},
+         {"slice", created->id},
+         {"reason", "placed"},
+         {"waited_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count())}});
   }
 }
 
@@ -513,8 +586,8 @@ Result<std::string> SliceService::Join(const std::string& id, pid_t pid) {
   if (!facts || facts->zombie) return Status::NotFound("process " + std::to_string(pid) + " is gone");
   if (Status stored = store_->AddMember(id, facts->pid, facts->start_time); !stored.ok()) return stored;
   if (Status joined = membership_->Join(*it, *facts); !joined.ok()) {
-    std::cerr << "fgpu agent: slice " << id << ": " << joined.message() << " (membership by process tree only)"
-              << std::endl;
+    Log(LogLevel::kWarn, "join",
+        {{"slice", id}, {"pid", std::to_string(pid)}, {"reason", joined.message() + " (membership by process tree only)"}});
   }
   return it->labels.job.empty() ? membership_->CgroupPathOf(id) : std::string();
 }
@@ -530,12 +603,17 @@ std::vector<std::string> SliceService::Reap() {
     candidates.push_back(slice.id);
   }
   for (const std::string& id : candidates) {
-    if (DeleteLocked(id).ok()) reaped.push_back(id);
+    if (DeleteLocked(id, "released: its owner and every process of it exited").ok()) reaped.push_back(id);
   }
   std::erase_if(queue_, [&](const Queued& entry) {
     const bool dead = slice::IsProcessDead(entry.peer.pid, entry.owner_start_time);
-    if (dead && entry.placed) (void)DeleteLocked(entry.placed->id);
-    return dead;
+    if (!dead) return false;
+    if (entry.placed) {
+      (void)DeleteLocked(entry.placed->id, "its waiting client exited before taking it");
+    } else {
+      Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(entry.ticket)}, {"reason", "its client exited"}});
+    }
+    return true;
   });
   PlaceQueuedLocked();
   return reaped;
@@ -586,19 +664,20 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
   }
   if (Status status = store_->PutSlice(updated); !status.ok()) return status;
   *it = updated;
-  if (observer_) observer_(updated, /*gone=*/false);
+  Notify(updated, /*gone=*/false);
+  Log(LogLevel::kInfo, "resize", SliceFields(updated));
   PlaceQueuedLocked();  // a slice that shrank may make room
   return updated;
 }
 
-Status SliceService::Delete(const std::string& id) {
+Status SliceService::Delete(const std::string& id, const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (Status deleted = DeleteLocked(id); !deleted.ok()) return deleted;
+  if (Status deleted = DeleteLocked(id, why); !deleted.ok()) return deleted;
   PlaceQueuedLocked();
   return Status::Ok();
 }
 
-Status SliceService::DeleteLocked(const std::string& id) {
+Status SliceService::DeleteLocked(const std::string& id, const std::string& why) {
   auto it = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
   if (it == slices_.end()) return Status::NotFound("no slice " + id);
   // Release first: a slice must be deletable when the state database cannot be written (a full
@@ -608,7 +687,7 @@ Status SliceService::DeleteLocked(const std::string& id) {
   Status recorded = AccountLocked(*it, now);
   if (recorded.ok()) recorded = store_->DeleteSlice(id);
   if (!recorded.ok() && recorded.code() != StatusCode::kNotFound) {
-    std::cerr << "fgpu agent: slice " << id << " released, billed later: " << recorded.message() << std::endl;
+    Log(LogLevel::kWarn, "bill_later", {{"slice", id}, {"reason", "released, billed later: " + recorded.message()}});
     pending_releases_.push_back({*it, now, busy_now});
   }
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(it->dir);
@@ -618,8 +697,28 @@ Status SliceService::DeleteLocked(const std::string& id) {
   membership_->Forget(id);
   const SliceRecord gone = *it;
   slices_.erase(it);
-  if (observer_) observer_(gone, /*gone=*/true);
+  Notify(gone, /*gone=*/true);
+  LogFields fields = SliceFields(gone);
+  fields.emplace_back("reason", why);
+  Log(LogLevel::kInfo, "delete", fields);
   return Status::Ok();
+}
+
+void SliceService::Notify(const SliceRecord& slice, bool gone) const {
+  if (observer_) observer_(slice, gone);
+  for (const auto& [handle, observer] : observers_) observer(slice, gone);
+}
+
+int SliceService::AddObserver(Observer observer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int handle = next_observer_++;
+  observers_.emplace(handle, std::move(observer));
+  return handle;
+}
+
+void SliceService::RemoveObserver(int handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  observers_.erase(handle);
 }
 
 void SliceService::SetObserver(Observer observer) {

@@ -17,12 +17,16 @@
 // - Restore (at start) re-creates the directory of every stored slice whose directory is
 //   missing or unreadable, keeps the ones that are intact (running workloads reattach) and
 //   removes directories under `slices_dir` that have no record.
+// - Ids ("s<N>") are never reused while the state directory lives: the next number is above the
+//   store's counter (Store::LastSliceNumber), which each slice's record raises as it is stored,
+//   so not after a clean stop, kill -9 or a restart with no slice left either.
 // - Queue: a request with `wait` that does not fit gets a ticket; queued requests are placed in
 //   arrival order (strictly: a large one at the head is not overtaken) whenever room frees.
 // - Thread-safe: one mutex orders every change, so concurrent creates never overbook a GPU
 //   nor reuse an id.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -124,11 +128,16 @@ class SliceService {
   std::vector<SliceRecord> List() const;
   Result<SliceRecord> Get(const std::string& id) const;
   Result<SliceRecord> Resize(const std::string& id, const ResizeRequest& request);
-  Status Delete(const std::string& id);
+  // `why` goes into the log's delete line ("requested by uid 1000", "evicted: …").
+  Status Delete(const std::string& id, const std::string& why = "requested");
   std::vector<GpuRoom> Rooms() const;
   int QueueLength() const;
   // The board registry's row assignment (board_registry.h) on a managed node with sealed boards.
   void SetObserver(Observer observer);
+  // Further observers (the API's usage reader lets a deleted slice's files go at once); the
+  // handle removes it. Called after SetObserver's, in the order added.
+  int AddObserver(Observer observer);
+  void RemoveObserver(int handle);
   // At most `most` slices on one GPU (0: no limit), so that each gets one of its compute board's
   // rows: a GPU that holds that many has no room.
   void SetMaxSlicesPerGpu(int most);
@@ -166,6 +175,7 @@ class SliceService {
     net::Peer peer;
     uint64_t owner_start_time = 0;
     std::optional<SliceRecord> placed;
+    std::chrono::steady_clock::time_point queued_at;
   };
 
   struct PendingRelease {
@@ -179,17 +189,19 @@ class SliceService {
   std::vector<GpuRoom> RoomsLocked() const;
   Status Validate(const CreateRequest& request, const net::Peer& peer) const;
   Result<SliceRecord> CreateLocked(const CreateRequest& request, const net::Peer& peer, uint64_t owner_start_time);
-  Status DeleteLocked(const std::string& id);
+  Status DeleteLocked(const std::string& id, const std::string& why);
+  void Notify(const SliceRecord& slice, bool gone) const;
   Status AccountLocked(SliceRecord& slice, int64_t now_unix_ms);
   void PlaceQueuedLocked();
   Result<const GpuState*> NamedGpu(const std::string& selector) const;
   // The GPU the slice goes on and the share it gets there.
   Result<std::pair<std::string, uint32_t>> Place(const CreateRequest& request) const;
+  static std::pair<std::string, uint32_t> Placed(const GpuRoom& room, uint64_t memory, uint32_t share, const char* by);
   Status WriteDirectory(const SliceRecord& record) const;
   void SecureDirectory(const SliceRecord& record) const;
   static std::optional<slice::FileOwner> LedgerOwner(const SliceRecord& record);
   bool HasLiveProcess(const SliceRecord& slice) const;
-  void RemoveOrphans() const;
+  int RemoveOrphans() const;  // how many it removed
   std::string NewId();
 
   Store* store_;
@@ -207,6 +219,8 @@ class SliceService {
   std::shared_ptr<Membership> membership_ = std::make_shared<Membership>("", "");
   int64_t retention_ms_ = 0;
   Observer observer_;
+  std::map<int, Observer> observers_;  // by handle
+  int next_observer_ = 1;
   int max_slices_per_gpu_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "agent/log.h"
 #include "core/units.h"
 #include "slice/compute_spec.h"
 #include "slice/process_liveness.h"
@@ -33,8 +34,13 @@ StopLoss::StopLoss(SliceService* slices, std::shared_ptr<NvmlClient> nvml, StopL
       starvation_(policy.starved_below, policy.starve_window_ms) {}
 
 StopLossCounters StopLoss::Counters() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return counters_;
+  StopLossCounters counters;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    counters = counters_;
+  }
+  counters.starved = Starved();
+  return counters;
 }
 
 std::vector<ProcessFacts> StopLoss::ProcessesOf(const SliceRecord& slice) const {
@@ -76,12 +82,20 @@ void StopLoss::Signal(const std::vector<ProcessFacts>& members, int signal) {
   }
 }
 
-void StopLoss::Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms) {
+void StopLoss::Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms, const char* event) {
   if (std::any_of(evictions_.begin(), evictions_.end(), [&](const Eviction& e) { return e.slice == slice.id; })) return;
-  std::cerr << "fgpu agent: evicting slice " << slice.id << " (tenant " << slice.tenant << "): " << why << std::endl;
   std::vector<ProcessFacts> members = ProcessesOf(slice);
+  Log(LogLevel::kWarn, event,
+      {{"slice", slice.id},
+       {"gpu", slice.gpu_uuid},
+       {"tier", slice::ToString(slice.tier)},
+       {"tenant", slice.tenant},
+       {"uid", std::to_string(slice.owner_uid)},
+       {"processes", std::to_string(members.size())},
+       {"grace_ms", std::to_string(policy_.grace_ms)},
+       {"reason", why}});
   Signal(members, SIGTERM);
-  evictions_.push_back({slice.id, now_ms + policy_.grace_ms, std::move(members)});
+  evictions_.push_back({slice.id, now_ms + policy_.grace_ms, std::move(members), why});
   counters_.evictions++;
 }
 
@@ -103,7 +117,7 @@ void StopLoss::FinishEvictions(int64_t now_ms) {
       continue;
     }
     Signal(members, SIGKILL);
-    (void)slices_->Delete(eviction.slice);
+    (void)slices_->Delete(eviction.slice, "evicted: " + eviction.why);
   }
   evictions_ = std::move(pending);
 }
@@ -139,7 +153,8 @@ void StopLoss::Preempt(const std::vector<SliceRecord>& slices, int64_t now_ms) {
     }
   }
   for (const SliceRecord& victim : best) {
-    Evict(victim, std::string("preempted: a ") + slice::ToString(head->tier) + "-tier request needs its room", now_ms);
+    Evict(victim, std::string("preempted: a ") + slice::ToString(head->tier) + "-tier request needs its room", now_ms,
+          "preempt");
   }
 }
 
@@ -152,6 +167,12 @@ void StopLoss::Tick(int64_t now_ms) {
   if (!gpus.ok()) return;
   const std::vector<SliceRecord> slices = slices_->List();
   starvation_.Retain(slices);
+  {
+    std::lock_guard<std::mutex> starved_lock(starved_mutex_);
+    std::erase_if(starved_, [&](const std::string& id) {
+      return std::none_of(slices.begin(), slices.end(), [&](const SliceRecord& s) { return s.id == id; });
+    });
+  }
   counters_.unaccounted_bytes.clear();
   const auto gone = [&](const auto& entry) {
     return std::none_of(slices.begin(), slices.end(), [&](const SliceRecord& s) { return s.id == entry.first; });
@@ -192,7 +213,7 @@ void StopLoss::CheckBypass(const GpuState& gpu, const std::vector<SliceRecord>& 
     if (policy_.bypass == StopLossPolicy::Bypass::kEvict) {
       Evict(slice, why, now_ms);
     } else {
-      std::cerr << "fgpu agent: bypass alert, slice " << slice.id << ": " << why << std::endl;
+      Log(LogLevel::kWarn, "bypass", {{"slice", slice.id}, {"tenant", slice.tenant}, {"reason", why}});
     }
   }
 }
@@ -212,9 +233,12 @@ void StopLoss::CheckUnattributed(const GpuState& gpu, const std::vector<int>& pi
     if (known == unattributed_known_.end() || known->second != facts->start_time) {
       unattributed_known_[pid] = facts->start_time;
       counters_.unattributed_seen++;
-      std::cerr << "fgpu agent: process " << pid << " (uid " << facts->real_uid << ") uses " << gpu.uuid
-                << " outside every slice" << (policy_.unattributed == StopLossPolicy::Unattributed::kKill ? ": killed" : "")
-                << std::endl;
+      Log(LogLevel::kWarn, "unattributed",
+          {{"pid", std::to_string(pid)},
+           {"uid", std::to_string(facts->real_uid)},
+           {"gpu", gpu.uuid},
+           {"action", policy_.unattributed == StopLossPolicy::Unattributed::kKill ? "killed" : "alert"},
+           {"reason", "uses the GPU outside every slice"}});
     }
     if (policy_.unattributed == StopLossPolicy::Unattributed::kKill) {
       if (SignalExactly(facts->pid, facts->start_time, SIGKILL)) {
@@ -273,7 +297,7 @@ void StopLoss::CheckCompute(const GpuState& gpu, const std::vector<SliceRecord>&
     if (policy_.bypass == StopLossPolicy::Bypass::kEvict) {
       Evict(slice, why, now_ms);
     } else {
-      std::cerr << "fgpu agent: bypass alert, slice " << slice.id << ": " << why << std::endl;
+      Log(LogLevel::kWarn, "bypass", {{"slice", slice.id}, {"tenant", slice.tenant}, {"reason", why}});
     }
   }
   const auto gone = [&](const auto& entry) {
@@ -310,25 +334,27 @@ std::string StopLoss::CheckStarvation(const GpuState& gpu, const std::vector<Sli
   if (!compute_ || policy_.starved_below <= 0) return "";
   std::string fence;
   for (const SliceRecord& slice : here) {
-    StarvationVerdict verdict = starvation_.Observe(slice, compute_(slice), now_ms);
-    if (!verdict.starved) continue;
-    // The board is the slices' own report: act against another tenant only when the driver
-    // agrees — the slice got under the threshold by NVML's measure too, and the GPU was busy.
+    const StarvationVerdict verdict = starvation_.Observe(slice, compute_(slice), now_ms);
+    // The board is the slice's own report. The driver's measure (NVML, over the same window)
+    // may contradict it: then the slice is not called starved. Acting against another tenant
+    // needs more: the driver confirms it, and the GPU was busy (evicting helps nobody else).
     const int ticks = static_cast<int>(std::max<int64_t>(policy_.starve_window_ms / 1000, 1));
     const int measured = MeasuredPercent(slice.gpu_uuid, slice.id, ticks);
-    const bool confirmed = measured >= 0 && measured < policy_.starved_below * slice.compute_share &&
-                           gpu.utilization_pct >= 50;
-    if (!confirmed) {
-      if (verdict.decided) counters_.starvations_unconfirmed++;
-      continue;
+    const double bound = policy_.starved_below * slice.compute_share;
+    const bool contradicted = measured >= 0 && measured >= bound;
+    const bool confirmed = measured >= 0 && measured < bound && gpu.utilization_pct >= 50;
+    if (verdict.decided) {
+      const bool flagged = verdict.starved && !contradicted;
+      if (verdict.starved && !confirmed) counters_.starvations_unconfirmed++;
+      if (flagged) counters_.starvations++;
+      MarkStarved(slice, flagged, verdict, measured);
     }
+    if (policy_.starvation != StopLossPolicy::StarvationAction::kEvict || !verdict.starved || !confirmed) continue;
     const std::string why = "slice " + slice.id + " (" + slice::ToString(slice.tier) + ") starved: " +
                             Percent(verdict.achieved) + " of the GPU against a share of " +
                             std::to_string(slice.compute_share) + " %";
     if (fence.empty()) fence = why;
     if (!verdict.decided) continue;  // acted on when its window closed
-    counters_.starvations++;
-    std::cerr << "fgpu agent: " << why << std::endl;
     std::vector<SliceRecord> lower;
     for (const SliceRecord& other : here) {
       if (static_cast<int>(other.tier) < static_cast<int>(slice.tier)) lower.push_back(other);
@@ -338,6 +364,36 @@ std::string StopLoss::CheckStarvation(const GpuState& gpu, const std::vector<Sli
     }
   }
   return fence;
+}
+
+// Publishes the slice's starvation for the API and /metrics, and logs each change: the moment a
+// slice becomes starved (warn) and the moment it is not any more (info).
+void StopLoss::MarkStarved(const SliceRecord& slice, bool starved, const StarvationVerdict& verdict, int measured) {
+  std::lock_guard<std::mutex> lock(starved_mutex_);
+  const bool was = starved_.count(slice.id) != 0;
+  if (starved == was) return;
+  if (starved) {
+    starved_.insert(slice.id);
+    Log(LogLevel::kWarn, "starved",
+        {{"slice", slice.id},
+         {"gpu", slice.gpu_uuid},
+         {"tier", slice::ToString(slice.tier)},
+         {"tenant", slice.tenant},
+         {"share", std::to_string(slice.compute_share)},
+         {"achieved", Percent(verdict.achieved)},
+         {"measured", measured >= 0 ? std::to_string(measured) + " %" : std::string("unknown")},
+         {"action", policy_.starvation == StopLossPolicy::StarvationAction::kEvict ? "evict" : "report"},
+         {"reason", "its launches waited in the compute gate yet it got under " +
+                        Percent(policy_.starved_below) + " of its share"}});
+  } else {
+    starved_.erase(slice.id);
+    Log(LogLevel::kInfo, "starved_no_more", {{"slice", slice.id}, {"achieved", Percent(verdict.achieved)}});
+  }
+}
+
+std::set<std::string> StopLoss::Starved() const {
+  std::lock_guard<std::mutex> lock(starved_mutex_);
+  return starved_;
 }
 
 }  // namespace fgpu::agent

@@ -16,12 +16,16 @@
 //   interposer's own (self-reported) busy time, so chargeback can be checked against the driver.
 // - Low memory: a GPU whose physical free memory is under `min_free_bytes` (0 = off) gets its
 //   lowest-tier slice (then the newest) evicted, one per tick.
-// - Starvation (with `starved_below` > 0): a share-mode slice that waited in the compute gate
-//   for a quarter of a window yet got less than `starved_below` × its share
-//   (StarvationWatch) makes its GPU evict its lowest-tier slice below the starved one (then the
-//   newest), one per window — only when NVML confirms it: the starved slice's processes did get
-//   less than that from the driver's measure, and the GPU was busy. The board's counters are
-//   the slices' own reports: alone they never make the agent act against another tenant.
+// - Starvation (on by default: `starved_below` 0.5; 0 turns it off): a share-mode slice that
+//   waited in the compute gate for a quarter of a window yet got less than `starved_below` × its
+//   share (StarvationWatch; a slice without work never waits in the gate, so it is never
+//   starved) is marked starved (Starved(), the API's "starved", /metrics), counted and logged,
+//   unless NVML's measure of its processes contradicts it (they got at least that). With
+//   `starvation` = kEvict (not the default) its GPU is also fenced and evicts its lowest-tier
+//   slice below the starved one (then the newest), one per window — only when NVML confirms it:
+//   the slice's processes got less than that by the driver's measure, and the GPU was busy. The
+//   board's counters are the slices' own reports: alone they never make the agent act against
+//   another tenant.
 // - Fence: while a GPU is under its free-memory threshold or has a starved slice, no new slice
 //   is placed on it (SliceService::SetFenced); the fence lifts at the first check without cause.
 // - Preemption: when the oldest queued request cannot be placed and evicting slices of a
@@ -42,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,8 +66,11 @@ struct StopLossPolicy {
   int overuse_ticks = 5;         // checks in a row over it before it is a bypass
   int64_t grace_ms = 5000;
   uint64_t min_free_bytes = 0;
-  double starved_below = 0;  // 0: starvation is not watched
+  // Starvation: report it (count, log, mark the slice), or also fence the GPU and evict below it.
+  enum class StarvationAction { kReport, kEvict };
+  double starved_below = 0.5;  // 0: starvation is not watched
   int64_t starve_window_ms = 10000;
+  StarvationAction starvation = StarvationAction::kReport;
 };
 
 struct StopLossCounters {
@@ -80,6 +88,7 @@ struct StopLossCounters {
   // By slice id: the busy time its board row reports minus measured_busy_ns, both since the
   // slice was first watched (chargeback's self-report checked against the driver).
   std::map<std::string, int64_t> busy_difference_ns;
+  std::set<std::string> starved;  // slice ids starved by their last closed window
 };
 
 class StopLoss {
@@ -93,12 +102,16 @@ class StopLoss {
   std::vector<ProcessFacts> ProcessesOf(const SliceRecord& slice) const;
   void Tick(int64_t now_ms);
   StopLossCounters Counters() const;
+  // The slices starved by their last closed window (the API's "starved"); cheap, and never
+  // waits for a Tick in progress.
+  std::set<std::string> Starved() const;
 
  private:
   struct Eviction {
     std::string slice;
     int64_t kill_at_ms = 0;
     std::vector<ProcessFacts> members;  // as found when the eviction began (SIGTERM)
+    std::string why;
   };
   struct GpuWatch {
     uint64_t last_sample_us = 0;  // NVML's newest per-process sample read
@@ -112,7 +125,8 @@ class StopLoss {
   // slice's ledger charge, read in the same pass.
   std::map<int, std::string> Attribute(const std::vector<int>& pids, const std::vector<SliceRecord>& slices,
                                        std::map<std::string, uint64_t>* charged) const;
-  void Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms);
+  // `event` names the log line: "evict", or "preempt" for room made for a queued request.
+  void Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms, const char* event = "evict");
   void FinishEvictions(int64_t now_ms);
   void Preempt(const std::vector<SliceRecord>& slices, int64_t now_ms);
   // Bypass: NVML's per-process memory against each slice's cap; also the unaccounted bytes and
@@ -128,6 +142,7 @@ class StopLoss {
   // threshold, or one of its slices (`here`) is starved. Acts on the cause: evicts one slice.
   std::string CheckGpu(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms);
   std::string CheckStarvation(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms);
+  void MarkStarved(const SliceRecord& slice, bool starved, const StarvationVerdict& verdict, int measured);
   SliceService* slices_;
   std::shared_ptr<NvmlClient> nvml_;
   StopLossPolicy policy_;
@@ -138,6 +153,8 @@ class StopLoss {
   std::vector<Eviction> evictions_;
   std::map<std::string, GpuWatch> watches_;  // by GPU uuid
   std::map<int, uint64_t> unattributed_known_;  // pid -> start time: logged once
+  mutable std::mutex starved_mutex_;  // apart from mutex_: the API reads it during a Tick
+  std::set<std::string> starved_;
 };
 
 }  // namespace fgpu::agent

@@ -11,7 +11,11 @@ namespace {
 // 1: slices, usage_records, exclusive_gpus. 2: job, user_name and account on slices and usage
 // records (batch-system jobs, docs/slurm.md); a version-1 database is migrated at open.
 // 3: slice_members, the processes that joined each slice (a new table: nothing to migrate).
-constexpr int kSchemaVersion = 3;
+// 4: counters, the highest slice number ever handed out (slice ids are never reused); an older
+// database's counter starts at the highest id any of its tables names.
+constexpr int kSchemaVersion = 4;
+
+constexpr const char* kLastSliceNumber = "last_slice_number";
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS slices (
@@ -56,7 +60,16 @@ CREATE TABLE IF NOT EXISTS slice_members (
   PRIMARY KEY (slice_id, pid, start_time)
 );
 CREATE TABLE IF NOT EXISTS exclusive_gpus (gpu_uuid TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 )sql";
+
+// The highest slice number any table names: where the counter of a database made before it
+// starts (ids of the form SliceIdOf, "s<N>").
+constexpr const char* kHighestRecordedSliceNumber =
+    "SELECT COALESCE(MAX(n), 0) FROM ("
+    " SELECT CAST(SUBSTR(id, 2) AS INTEGER) AS n FROM slices WHERE id GLOB 's[0-9]*'"
+    " UNION ALL SELECT CAST(SUBSTR(slice_id, 2) AS INTEGER) FROM usage_records WHERE slice_id GLOB 's[0-9]*'"
+    " UNION ALL SELECT CAST(SUBSTR(slice_id, 2) AS INTEGER) FROM slice_members WHERE slice_id GLOB 's[0-9]*')";
 
 // Version 1 → 2, in one transaction: every existing slice and record keeps its rows, with no job.
 constexpr const char* kMigrateFrom1 = R"sql(
@@ -140,6 +153,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, uint64_t res
     }
   }
   if (Status status = store->Exec(kSchema); !status.ok()) return status;
+  if (Status status = store->SeedSliceCounter(); !status.ok()) return status;
   if (Status status = store->Exec("PRAGMA user_version=" + std::to_string(kSchemaVersion) + ";"); !status.ok()) {
     return status;
   }
@@ -147,6 +161,50 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, uint64_t res
   for (const char* suffix : {"", "-wal", "-shm"}) chmod((path + suffix).c_str(), 0600);
   store->RestoreReserve();
   return store;
+}
+
+Status Store::SeedSliceCounter() {
+  Status seeded = InTransaction([&] {
+    Statement exists(db_, "SELECT 1 FROM counters WHERE name = ?;");
+    if (!exists.ok()) return false;
+    BindText(exists.get(), 1, kLastSliceNumber);
+    if (sqlite3_step(exists.get()) == SQLITE_ROW) return true;  // the scan below runs once per database
+    const std::string sql = "INSERT INTO counters (name, value) SELECT ?, (" + std::string(kHighestRecordedSliceNumber) + ");";
+    Statement seed(db_, sql.c_str());
+    if (!seed.ok()) return false;
+    BindText(seed.get(), 1, kLastSliceNumber);
+    return sqlite3_step(seed.get()) == SQLITE_DONE;
+  });
+  if (!seeded.ok()) return Status::Internal("cannot start the slice counter: " + seeded.message());
+  return Status::Ok();
+}
+
+Result<uint64_t> Store::LastSliceNumber() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement select(db_, "SELECT value FROM counters WHERE name = ?;");
+  if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  BindText(select.get(), 1, kLastSliceNumber);
+  if (sqlite3_step(select.get()) != SQLITE_ROW) return uint64_t{0};
+  return static_cast<uint64_t>(sqlite3_column_int64(select.get(), 0));
+}
+
+Status Store::InTransaction(const std::function<bool()>& steps) {
+  if (Status begun = Exec("BEGIN IMMEDIATE;"); !begun.ok()) return begun;
+  if (!steps()) {
+    const int code = sqlite3_errcode(db_);
+    const std::string reason = sqlite3_errmsg(db_);
+    (void)Exec("ROLLBACK;");
+    // Keep the failing write's code for Write (ROLLBACK succeeded and would reset it).
+    return code == SQLITE_FULL ? Status::ResourceExhausted("state database: " + reason)
+                               : Status::Internal("state database: " + reason);
+  }
+  Status committed = Exec("COMMIT;");
+  if (!committed.ok()) {
+    const int code = sqlite3_errcode(db_);
+    (void)Exec("ROLLBACK;");  // may fail when SQLite already rolled back: harmless
+    if (code == SQLITE_FULL) return Status::ResourceExhausted(committed.message());
+  }
+  return committed;
 }
 
 bool Store::RestoreReserve() {
@@ -196,12 +254,29 @@ Status Store::Exec(const std::string& sql) const {
 
 Status Store::PutSlice(const SliceRecord& slice) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return Write([&] {
+  return Write([&] { return InTransaction([&] { return InsertSlice(slice) && CountSliceNumber(slice.id); }); });
+}
+
+// In PutSlice's transaction: the counter never falls below an id that a committed slice holds,
+// whatever happens to the agent after the commit.
+bool Store::CountSliceNumber(const std::string& id) {
+  const std::optional<uint64_t> number = SliceNumberOf(id);
+  if (!number) return true;
+  Statement count(db_,
+                  "INSERT INTO counters (name, value) VALUES (?, ?) "
+                  "ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value);");
+  if (!count.ok()) return false;
+  BindText(count.get(), 1, kLastSliceNumber);
+  sqlite3_bind_int64(count.get(), 2, static_cast<sqlite3_int64>(*number));
+  return sqlite3_step(count.get()) == SQLITE_DONE;
+}
+
+bool Store::InsertSlice(const SliceRecord& slice) {
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
                    "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, "
                    "accounted_busy_ns, job, user_name, account) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
-  if (!insert.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
+  if (!insert.ok()) return false;
   sqlite3_stmt* s = insert.get();
   BindText(s, 1, slice.id);
   BindText(s, 2, slice.gpu_uuid);
@@ -219,9 +294,7 @@ Status Store::PutSlice(const SliceRecord& slice) {
   sqlite3_bind_int64(s, 14, slice.accounted_until_ms);
   sqlite3_bind_int64(s, 15, static_cast<sqlite3_int64>(slice.accounted_busy_ns));
   BindLabels(s, 16, slice.labels);
-  if (sqlite3_step(s) != SQLITE_DONE) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
-  return Status::Ok();
-  });
+  return sqlite3_step(s) == SQLITE_DONE;
 }
 
 Status Store::AddMember(const std::string& slice_id, int64_t pid, uint64_t start_time) {

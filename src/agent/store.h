@@ -5,8 +5,9 @@
 // - Every mutation is one transaction, committed (synchronous=FULL, WAL) before it returns:
 //   what a caller was told happened survives a crash.
 // - Thread-safe (one connection behind a mutex; the agent's writes are few and small).
-// - Open creates the schema if missing, migrates an older one (1 → 2 adds the job labels) in
-//   one transaction, and refuses a database with a newer schema version. The database and its
+// - Open creates the schema if missing, migrates an older one (1 → 2 adds the job labels; < 4
+//   starts the slice counter above every id recorded) in one transaction each, and refuses a
+//   database with a newer schema version. The database and its
 //   journals are made 0600: they hold every tenant's usage.
 // - A full disk: Open keeps `reserve_bytes` allocated in `<path>.reserve`. A write that fails
 //   because the disk is full frees the reserve and is tried once more, so the agent can still
@@ -36,8 +37,13 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Inserts or replaces the slice with this id.
+  // Inserts or replaces the slice with this id. In the same transaction the slice counter is
+  // raised to its number (SliceNumberOf), so an id once stored is never handed out again.
   Status PutSlice(const SliceRecord& slice);
+  // The highest slice number ever stored (0: none): new ids start above it. A database made
+  // before the counter existed starts it at the highest id its slices, usage records or members
+  // name, so its old records stay apart from new slices.
+  Result<uint64_t> LastSliceNumber() const;
   // NotFound when there is none. Its members go with it.
   Status DeleteSlice(const std::string& id);
   // A process that joined a slice (membership.h), kept across restarts.
@@ -66,6 +72,12 @@ class Store {
   Store(sqlite3* db, std::string reserve_path, uint64_t reserve_bytes)
       : db_(db), reserve_path_(std::move(reserve_path)), reserve_bytes_(reserve_bytes) {}
   Status Exec(const std::string& sql) const;
+  // BEGIN IMMEDIATE, `steps` (false: failed, rolled back), COMMIT; a full disk is
+  // ResourceExhausted (for Write). Under mutex_ (or at Open).
+  Status InTransaction(const std::function<bool()>& steps);
+  Status SeedSliceCounter();
+  bool InsertSlice(const SliceRecord& slice);
+  bool CountSliceNumber(const std::string& id);
   // Runs `write` (one transaction); if it failed on a full disk, frees the reserve and runs it
   // once more. Under mutex_.
   Status Write(const std::function<Status()>& write);

@@ -167,6 +167,60 @@ TEST_F(StoreTest, ASchemaOneDatabaseIsMigratedWithEverythingKept) {
   EXPECT_TRUE(Store::Open(Path()).ok());
 }
 
+// The slice counter: raised by each stored slice in its own transaction, never lowered by a
+// delete, a lower id or a reopening.
+TEST_F(StoreTest, TheSliceCounterOnlyGrowsAndSurvivesReopening) {
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(Path());
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    EXPECT_EQ(*(*store)->LastSliceNumber(), 0u);
+    ASSERT_TRUE((*store)->PutSlice(Sample("s1")).ok());
+    ASSERT_TRUE((*store)->PutSlice(Sample("s7")).ok());
+    ASSERT_TRUE((*store)->PutSlice(Sample("s3")).ok());
+    EXPECT_EQ(*(*store)->LastSliceNumber(), 7u);
+    ASSERT_TRUE((*store)->DeleteSlice("s7").ok());
+    ASSERT_TRUE((*store)->PutSlice(Sample("custom")).ok());  // not ours: counts nothing
+    EXPECT_EQ(*(*store)->LastSliceNumber(), 7u);
+  }
+  Result<std::unique_ptr<Store>> reopened = Store::Open(Path());
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(*(*reopened)->LastSliceNumber(), 7u) << "a deleted slice's id stays taken";
+}
+
+// A database of schema 3 (before the counter) whose slices are all gone but whose usage records
+// and members name s1..s12: the counter starts at 12, so new slices never bill under those ids.
+TEST_F(StoreTest, AnOlderDatabasesCounterStartsAboveEveryRecordedId) {
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(Path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->PutSlice(Sample("s2")).ok());
+    ASSERT_TRUE((*store)->CloseUsage({"s12", "team-a", "GPU-1", 0, 1000, 1, 1, 1, {}}, 1000, 0).ok());
+    ASSERT_TRUE((*store)->CloseUsage({"s9", "team-b", "GPU-1", 0, 1000, 1, 1, 1, {}}, 1000, 0).ok());
+    ASSERT_TRUE((*store)->AddMember("s4", 42, 7).ok());
+  }
+  {
+    // As an agent of schema 3 left it: no counter.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Path().c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE counters; DELETE FROM slices; PRAGMA user_version=3;", nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  Result<std::unique_ptr<Store>> migrated = Store::Open(Path());
+  ASSERT_TRUE(migrated.ok()) << migrated.status().message();
+  EXPECT_EQ(*(*migrated)->LastSliceNumber(), 12u);
+  Result<std::vector<UsageTotal>> slices = (*migrated)->Totals(0, 10'000, "slice");
+  ASSERT_TRUE(slices.ok());
+  EXPECT_EQ(slices->size(), 2u) << "the old records are kept as they were";
+}
+
+TEST(SliceIdTest, NumbersRoundTripAndForeignIdsHaveNone) {
+  EXPECT_EQ(SliceIdOf(42), "s42");
+  EXPECT_EQ(SliceNumberOf("s42"), 42u);
+  for (const char* foreign : {"", "s", "x42", "s4x", "s-1", "42"}) EXPECT_EQ(SliceNumberOf(foreign), std::nullopt) << foreign;
+}
+
 TEST_F(StoreTest, ADatabaseFromANewerAgentIsRefused) {
   {
     sqlite3* db = nullptr;

@@ -428,7 +428,7 @@ time.sleep(8)' "$STATE/agent.sock" &
     sleep 0.1
     waited=$((waited + 1))
   done
-  grep -q "evicting slice $attacker_slice" "$SCRATCH/agent.err" || fail "no eviction logged: $(cat "$SCRATCH/agent.err")"
+  grep -Eq "warn (evict|preempt) slice=$attacker_slice " "$SCRATCH/agent.err" || fail "no eviction logged: $(cat "$SCRATCH/agent.err")"
   [ "$(stat -c %u "/proc/$victim_sleeper")" = "$VICTIM" ] || fail "the planted process is not the victim's"
   kill -0 "$victim_sleeper" 2>/dev/null || fail "the victim's process planted in the attacker's ledger was killed"
   kill -0 "$root_sleeper" 2>/dev/null || fail "root's process planted in the attacker's ledger was killed"

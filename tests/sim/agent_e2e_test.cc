@@ -1,6 +1,7 @@
 // `fgpu agent` end to end on the simulated GPU: the real binary, its API over the Unix socket
 // and loopback TCP, a workload capped by a slice the agent made, kill -9 and restart.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <signal.h>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -43,14 +45,15 @@ class AgentE2e : public ::testing::Test {
     sim::SharedDevices::Remove(segment_).ok();
     unlink(config_.c_str());
     std::filesystem::remove_all(state_);
+    unlink((state_ + "-node.conf").c_str());
   }
 
-  void StartAgent(const std::vector<std::string>& flags = {}) {
+  void StartAgent(const std::vector<std::string>& flags = {}, const std::vector<std::string>& extra_env = {}) {
     std::vector<std::string> argv = {FGPU_BIN_PATH, "agent", "--state", state_};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    agent_ = std::make_unique<RunningProbe>(segment_, config_, argv,
-                                            std::vector<std::string>{"ASAN_OPTIONS=verify_asan_link_order=0",
-                                                                     "FGPU_COMPUTE_DIR=" + state_ + "/boards"});
+    std::vector<std::string> env = {"ASAN_OPTIONS=verify_asan_link_order=0", "FGPU_COMPUTE_DIR=" + state_ + "/boards"};
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    agent_ = std::make_unique<RunningProbe>(segment_, config_, argv, env);
     for (int i = 0; i < 200; ++i) {
       Result<net::HttpResponse> health = Call("GET", "/v1/health");
       if (health.ok() && health->status == 200) return;
@@ -97,6 +100,23 @@ class AgentE2e : public ::testing::Test {
     for (std::size_t got; (got = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, got);
     pclose(pipe);
     return out;
+  }
+
+  // Stops the agent with SIGTERM and returns what it wrote (its event log is its stderr).
+  ProbeResult StopAgent() {
+    kill(agent_->pid(), SIGTERM);
+    return agent_->Wait();
+  }
+
+  // FGPU_NODE_CONFIG= a managed node's configuration (root's) whose GPUs put tiers before the
+  // shares' guarantees: there a busy latency slice starves a standard one (docs/compute.md
+  // "Strict priority"), which is how these tests make a slice starve.
+  std::string StrictPriorityNode() {
+    const std::string path = state_ + "-node.conf";
+    std::ofstream(path) << "slice_root = " << state_ << "/slices\ncompute_dir = " << state_
+                        << "/boards\nstrict_priority = all\n";
+    chmod(path.c_str(), 0644);
+    return "FGPU_NODE_CONFIG=" + path;
   }
 
   std::string segment_, config_, state_;
@@ -153,6 +173,55 @@ TEST_F(AgentE2e, AKilledAgentRestartsWithTheSameSlices) {
                                       {"fill", "--chunk", "64MiB"});
   ASSERT_EQ(fill.exit_code, 0) << fill.stderr_text;
   EXPECT_EQ(fill.Event("fill")["allocated_bytes"].get<uint64_t>(), 7 * 64 * kMiB);  // (768 - 300) / 64
+}
+
+// Issue 14: after a clean restart ids began again at s1, and the usage of different slices and
+// tenants merged under one id. Ids now continue across SIGTERM and kill -9 restarts, also when
+// every slice was deleted before the restart, and the report bills each slice apart.
+TEST_F(AgentE2e, SliceIdsAreNeverReusedAcrossSigtermAndKillRestarts) {
+  std::vector<std::string> ids;
+  const auto create = [&](const std::string& tenant) {
+    const json slice = CreateSlice(R"({"memory":"256MiB","tenant":")" + tenant + R"("})");
+    const std::string id = slice.value("id", "");
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), id), 0) << id << " was handed out again";
+    ids.push_back(id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its usage record has a length
+    return id;
+  };
+  const auto remove = [&](const std::string& id) { EXPECT_EQ(Call("DELETE", "/v1/slices/" + id)->status, 204); };
+  const auto stop = [&](int signal) {
+    kill(agent_->pid(), signal);
+    const ProbeResult stopped = agent_->Wait();
+    EXPECT_EQ(stopped.exit_code, signal == SIGTERM ? 0 : 128 + SIGKILL) << stopped.stderr_text;
+  };
+  StartAgent();
+  remove(create("a"));
+  const std::string kept = create("b");
+  stop(SIGTERM);
+  StartAgent();
+  remove(create("c"));
+  remove(kept);  // no slice left: only the counter remembers
+  stop(SIGKILL);
+  StartAgent();
+  remove(create("d"));
+  stop(SIGTERM);
+  StartAgent();
+  remove(create("e"));
+  ASSERT_EQ(ids.size(), 5u);
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 5u);
+  // One row per slice: every id billed under itself, none merged.
+  const std::string report = Output(std::string(FGPU_BIN_PATH) + " report --since all --by slice --format csv --agent unix:" +
+                                    state_ + "/agent.sock");
+  std::istringstream rows(report);
+  std::string row;
+  std::getline(rows, row);
+  EXPECT_EQ(row, "slice,reserved_gpu_hours,memory_gib_hours,busy_gpu_hours,records") << report;
+  std::set<std::string> billed;
+  while (std::getline(rows, row)) {
+    const std::string id = row.substr(0, row.find(','));
+    EXPECT_TRUE(billed.insert(id).second) << "two rows for " << id << "\n" << report;
+  }
+  EXPECT_EQ(billed, std::set<std::string>(ids.begin(), ids.end())) << report;
 }
 
 // A malformed configuration or an unknown policy stops the agent at start with the reason.
@@ -371,16 +440,17 @@ TEST_F(AgentE2e, AGpuUnderItsFreeMemoryThresholdIsFencedAndRelieved) {
   std::filesystem::remove(config);
 }
 
-// Starvation through the real counters: a busy latency-tier slice holds the lower tiers off
-// (docs/compute.md), so the standard-tier slice waits in the gate and gets almost nothing; the
-// agent finds it starved within a window, fences the GPU and evicts the batch-tier slice, the
-// lowest tier below it.
+// Starvation through the real counters: under strict priority a busy latency-tier slice holds
+// the lower tiers off, so the standard-tier slice waits in the gate and gets almost nothing; with
+// "starvation": "evict" the agent finds it starved within a window, fences the GPU and evicts the
+// batch-tier slice, the lowest tier below it.
 TEST_F(AgentE2e, AStarvedSliceFencesItsGpuAndEvictsTheLowestTierBelowIt) {
+  if (geteuid() != 0) GTEST_SKIP() << "strict priority needs a managed node, whose node.conf is root's";
   const std::string config = state_ + "-agent.json";
-  std::ofstream(config) << R"({"stop_loss": {"starved_below": 0.5, "starve_window_s": 2, "grace_s": 1}})";
-  StartAgent({"--config", config});
+  std::ofstream(config) << R"({"stop_loss": {"starvation": "evict", "starve_window_s": 2, "grace_s": 1}})";
+  const std::vector<std::string> boards = {StrictPriorityNode()};
+  StartAgent({"--config", config}, boards);
   const std::string agent = "unix:" + state_ + "/agent.sock";
-  const std::vector<std::string> boards = {"FGPU_COMPUTE_DIR=" + state_ + "/boards"};  // the agent's
   const auto slice = [](const char* share, const char* tier) {
     return std::vector<std::string>{"--memory", "1GiB", "--compute", share, "--tier", tier, "--device", "0"};
   };
@@ -399,6 +469,107 @@ TEST_F(AgentE2e, AStarvedSliceFencesItsGpuAndEvictsTheLowestTierBelowIt) {
   standard->Kill();
   EXPECT_NE(gpus[0]["fenced"].get<std::string>().find("starved"), std::string::npos) << gpus;
   std::filesystem::remove(config);
+}
+
+// Starvation detection is on by default and only reports: a standard slice held off by a busy
+// latency slice (strict priority) is "starved" in its JSON, in /metrics and in the log, with its
+// throttled time; an idle batch slice beside them (no work: it never waits in the gate) is not;
+// nobody is evicted and the GPU is not fenced.
+TEST_F(AgentE2e, StarvationIsReportedByDefaultAndASliceWithoutWorkIsNeverStarved) {
+  if (geteuid() != 0) GTEST_SKIP() << "strict priority needs a managed node, whose node.conf is root's";
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"stop_loss": {"starve_window_s": 2}})";  // a shorter window; the rest as shipped
+  const std::vector<std::string> node = {StrictPriorityNode()};
+  StartAgent({"--config", config}, node);
+  const std::string agent = "unix:" + state_ + "/agent.sock";
+  const auto slice = [](const char* share, const char* tier) {
+    return std::vector<std::string>{"--memory", "1GiB", "--compute", share, "--tier", tier, "--device", "0"};
+  };
+  const std::vector<std::string> spin = {FGPU_PROBE_PATH, "spin", "--duty", "100", "--seconds", "15", "--kernel-us", "1000"};
+  auto latency = RunThrough(segment_, config_, agent, slice("30", "latency"), spin, node);
+  auto standard = RunThrough(segment_, config_, agent, slice("40", "standard"), spin, node);
+  auto idle = RunThrough(segment_, config_, agent, slice("20", "batch"),
+                         {FGPU_PROBE_PATH, "alloc", "--bytes", "64MiB", "--hold-ms", "20000"}, node);
+  json list;
+  const auto by_tier = [&](const std::string& tier) {
+    for (const json& s : list) {
+      if (s["tier"] == tier) return s;
+    }
+    return json::object();
+  };
+  for (int i = 0; i < 150; ++i) {
+    list = json::parse(Call("GET", "/v1/slices")->body);
+    if (by_tier("standard").value("starved", false)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(list.size(), 3u) << list;
+  const json starved = by_tier("standard");
+  EXPECT_EQ(starved["starved"], true) << list;
+  EXPECT_GT(starved["compute_throttled_seconds"].get<double>(), 0.5) << "it waited in the gate";
+  EXPECT_EQ(by_tier("batch")["starved"], false) << "no work, never starved";
+  EXPECT_EQ(by_tier("batch")["compute_throttled_seconds"], 0.0);
+  EXPECT_EQ(by_tier("latency")["starved"], false);
+  const std::string id = starved["id"];
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices/" + id)->body)["starved"], true);
+  const std::string metrics = Scrape();
+  EXPECT_EQ(MetricValue(metrics, "fgpu_slice_starved", starved), 1) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "fgpu_slice_starved", by_tier("batch")), 0) << metrics;
+  EXPECT_NE(metrics.find("fgpu_stop_loss_evictions_total 0"), std::string::npos) << "reported, nobody evicted";
+  EXPECT_EQ(json::parse(Call("GET", "/v1/gpus")->body)[0]["fenced"], "") << "and the GPU is not fenced";
+  latency->Kill();
+  standard->Kill();
+  idle->Kill();
+  const ProbeResult stopped = StopAgent();
+  EXPECT_NE(stopped.stderr_text.find("fgpu agent: warn starved slice=" + id + " "), std::string::npos)
+      << stopped.stderr_text;
+  EXPECT_EQ(stopped.stderr_text.find(" evict "), std::string::npos) << stopped.stderr_text;
+  std::filesystem::remove(config);
+}
+
+// The event log on stderr, one line per event with a level word: a create, a resize, a refusal
+// with its reason and the peer's uid, a delete; at --config log_level warn only the warnings.
+TEST_F(AgentE2e, EventsAreLoggedOneLineEachOnStderr) {
+  StartAgent();
+  const json slice = CreateSlice(R"({"memory":"1GiB","compute":10,"tenant":"team-a"})");
+  const std::string id = slice["id"];
+  EXPECT_EQ(Call("PATCH", "/v1/slices/" + id, R"({"compute":20})")->status, 200);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"5GiB"})")->status, 409);
+  EXPECT_EQ(Call("DELETE", "/v1/slices/" + id)->status, 204);
+  const std::string log = StopAgent().stderr_text;
+  const std::string uid = std::to_string(geteuid());
+  for (const std::string& line :
+       {"fgpu agent: info create slice=" + id + " gpu=" + slice["gpu"].get<std::string>() +
+            " memory=1GiB compute=10 mode=share tier=standard tenant=team-a uid=" + uid + "\n",
+        "fgpu agent: info resize slice=" + id + " gpu=",
+        "fgpu agent: info refuse status=409 method=POST path=/v1/slices uid=" + uid + " pid=",
+        "fgpu agent: info delete slice=" + id + " gpu=", "reason=\"requested by uid " + uid + "\"\n"}) {
+    EXPECT_NE(log.find(line), std::string::npos) << line << " not in\n" << log;
+  }
+  EXPECT_NE(log.find("reason=\"no GPU has 5 GiB"), std::string::npos) << log;
+
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"log_level": "warn"})";
+  StartAgent({"--config", config});
+  CreateSlice(R"({"memory":"1GiB"})");
+  EXPECT_EQ(StopAgent().stderr_text.find("info create"), std::string::npos) << "under the level";
+  std::filesystem::remove(config);
+}
+
+// Issue 14: a deleted slice's files stayed open in the agent until the next /metrics scrape.
+TEST_F(AgentE2e, ADeletedSlicesFilesAreClosedAtOnce) {
+  StartAgent();
+  const json slice = CreateSlice(R"({"memory":"1GiB"})");
+  const std::string dir = slice["dir"];
+  Scrape();  // maps the slice's files, kept between scrapes
+  ASSERT_EQ(Call("DELETE", "/v1/slices/" + slice["id"].get<std::string>())->status, 204);
+  const std::string proc = "/proc/" + std::to_string(agent_->pid());
+  for (const auto& entry : std::filesystem::directory_iterator(proc + "/fd")) {
+    std::error_code error;
+    const std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+    EXPECT_NE(target.rfind(dir, 0), 0u) << "the agent still holds " << target;
+  }
+  std::ifstream maps(proc + "/maps");
+  for (std::string line; std::getline(maps, line);) EXPECT_EQ(line.find(dir), std::string::npos) << line;
 }
 
 // The interposer's counters in /metrics: each slice's OOM refusals and degraded modes as its
