@@ -4,10 +4,16 @@
 //
 // Parsing never runs an action by itself (unlike CLI11 callbacks): tests parse argv and
 // inspect the options a leaf filled without running anything.
+//
+// It guides: a word that names no command or option is named, with the closest one that
+// exists (`fgpu stauts` → "did you mean 'status'?"), before CLI11 sees it (whose messages for
+// those are "A subcommand is required" and "The following argument was not expected"); `fgpu
+// help [CMD...]` prints a command's help (added last, so it lists last).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +50,24 @@ class CommandLine {
     Action action;
     std::string extras_hint;
   };
+  void AddHelpCommand();
+  int ShowHelp() const;
+
   CLI::App root_;
   std::vector<Leaf> leaves_;
+  std::vector<std::string> help_topic_;  // `fgpu help sim run` → {"sim", "run"}
+  bool help_added_ = false;
 };
+
+// Why `args` (argv without the program name) cannot be right, naming the first word that is no
+// command or option where it stands and the closest one that is; none when every word up to
+// the first argument of a leaf (or `--`) is known. "a command is required" for a group left
+// without one, unless help or the version was asked for.
+std::optional<std::string> UnknownWordMessage(const CLI::App& root, const std::vector<std::string>& args);
+
+// The subcommands of `app` a user can name, in the order they were added.
+std::vector<std::string> CommandNames(const CLI::App& app);
+// "fgpu sim run" for the `run` under `sim`.
+std::string CommandPath(const CLI::App& app);
 
 }  // namespace fgpu::cli

@@ -24,6 +24,21 @@ class CommandLineTest : public ::testing::Test {
     cli_.AddLeaf(AddSimResetFlags(sim, &reset_), [] { return 103; });
     cli_.AddLeaf(AddDemoFlags(cli_.root(), &demo_), [] { return 104; });
     cli_.AddLeaf(AddVersionFlags(cli_.root()), [] { return 105; });
+    cli_.AddLeaf(AddRunFlags(cli_.root(), &fgpu_run_), [] { return 106; }, kSimRunExtrasHint);
+    cli_.AddLeaf(AddStatusFlags(cli_.root(), &agent_status_), [] { return 107; });
+  }
+
+  // Parses and returns what went to stderr; the exit code in *code.
+  std::string ParseErr(std::initializer_list<const char*> args, int* code) {
+    testing::internal::CaptureStderr();
+    *code = Parse(args);
+    return testing::internal::GetCapturedStderr();
+  }
+
+  std::string ParseOut(std::initializer_list<const char*> args, int* code) {
+    testing::internal::CaptureStdout();
+    *code = Parse(args);
+    return testing::internal::GetCapturedStdout();
   }
 
   // Parses `fgpu args...`; returns the chosen leaf's code, or the parse's exit code.
@@ -39,6 +54,8 @@ class CommandLineTest : public ::testing::Test {
   SimStatusOptions status_;
   SimResetOptions reset_;
   DemoOptions demo_;
+  RunOptions fgpu_run_;
+  StatusOptions agent_status_;
 };
 
 TEST_F(CommandLineTest, SimRunTakesEverythingAfterDoubleDashAsTheCommand) {
@@ -111,6 +128,96 @@ TEST_F(CommandLineTest, HelpSucceedsWithoutRunningAnything) {
   const std::string help = testing::internal::GetCapturedStdout();
   EXPECT_NE(help.find("sim"), std::string::npos);
   EXPECT_NE(help.find("--segment"), std::string::npos);
+}
+
+TEST_F(CommandLineTest, AMisspeltCommandIsNamedWithTheClosestOne) {
+  int code = 0;
+  EXPECT_EQ(ParseErr({"stauts"}, &code), "fgpu: unknown command 'stauts'; did you mean 'status'?\n");
+  EXPECT_EQ(code, kExitUsage);
+  const std::string nested = ParseErr({"sim", "rest"}, &code);
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_NE(nested.find("fgpu sim: unknown command 'rest'; did you mean 'reset'?"), std::string::npos) << nested;
+}
+
+TEST_F(CommandLineTest, AnUnknownCommandWithNothingCloseListsTheCommands) {
+  int code = 0;
+  const std::string err = ParseErr({"frobnicate"}, &code);
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_NE(err.find("unknown command 'frobnicate'; the commands are sim, demo, version, run, status"),
+            std::string::npos) << err;
+}
+
+TEST_F(CommandLineTest, AMisspeltOptionIsNamedNotItsNeighbours) {
+  int code = 0;
+  const std::string err = ParseErr({"run", "--memroy", "4GiB", "--", "true"}, &code);
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_EQ(err, "fgpu run: unknown option '--memroy'; did you mean '--memory'?\n");
+  EXPECT_NE(ParseErr({"run", "--memroy=4GiB", "--", "true"}, &code).find("'--memroy'"), std::string::npos);
+  const std::string far = ParseErr({"sim", "status", "--bogus"}, &code);
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_NE(far.find("unknown option '--bogus'; run `fgpu help sim status` for its options"), std::string::npos) << far;
+}
+
+TEST_F(CommandLineTest, OptionValuesAndTheProgramsOwnWordsAreNotCheckedAsFgpus) {
+  EXPECT_EQ(Parse({"run", "--tenant", "status", "--memory", "4G", "--", "prog", "--memroy"}), 106);
+  EXPECT_EQ(fgpu_run_.tenant, "status");
+  EXPECT_EQ(fgpu_run_.command, (std::vector<std::string>{"prog", "--memroy"}));
+  EXPECT_EQ(Parse({"run", "--memory=4G", "true"}), 106);
+  // A flag takes no value: the word after it is checked.
+  int code = 0;
+  EXPECT_NE(ParseErr({"run", "--wait", "--memroy", "4G", "--", "true"}, &code).find("'--memroy'"), std::string::npos);
+  EXPECT_EQ(code, kExitUsage);
+}
+
+TEST_F(CommandLineTest, AGroupWithoutACommandListsItsCommands) {
+  int code = 0;
+  const std::string err = ParseErr({"sim"}, &code);
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_NE(err.find("fgpu sim: a command is required: run, status or reset"), std::string::npos) << err;
+  EXPECT_NE(ParseErr({}, &code).find("fgpu: a command is required: sim, demo"), std::string::npos);
+}
+
+TEST_F(CommandLineTest, HelpCommandShowsTheHelpOfTheCommandNamed) {
+  int code = -1;
+  EXPECT_NE(ParseOut({"help"}, &code).find("demo"), std::string::npos);
+  EXPECT_EQ(code, kExitOk);
+  const std::string run = ParseOut({"help", "run"}, &code);
+  EXPECT_EQ(code, kExitOk);
+  EXPECT_NE(run.find("--memory"), std::string::npos) << run;
+  EXPECT_NE(run.find("fgpu run"), std::string::npos) << run;
+  EXPECT_NE(ParseOut({"help", "sim", "run"}, &code).find("--segment"), std::string::npos);
+  EXPECT_EQ(code, kExitOk);
+  EXPECT_NE(ParseErr({"help", "stauts"}, &code).find("did you mean 'status'?"), std::string::npos);
+  EXPECT_EQ(code, kExitUsage);
+}
+
+TEST_F(CommandLineTest, VersionFlag) {
+  int code = -1;
+  const std::string out = ParseOut({"--version"}, &code);
+  EXPECT_EQ(code, kExitOk);
+  EXPECT_EQ(out.rfind("fgpu ", 0), 0u) << out;
+}
+
+TEST_F(CommandLineTest, ChoicesAreCheckedAndListed) {
+  int code = 0;
+  const std::string err = ParseErr({"run", "--tier", "fast", "--", "true"}, &code);
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_NE(err.find("latency"), std::string::npos) << err;
+  EXPECT_NE(ParseErr({"run", "--compute-mode", "hard", "--", "true"}, &code).find("cap"), std::string::npos);
+  EXPECT_EQ(Parse({"run", "--tier", "Batch", "--compute-mode", "cap", "--", "true"}), 106);
+  EXPECT_EQ(fgpu_run_.tier, "batch");
+  int help = 0;
+  const std::string text = ParseOut({"help", "run"}, &help);
+  EXPECT_NE(text.find("latency, standard, batch"), std::string::npos) << text;
+  EXPECT_NE(text.find("CUDA context"), std::string::npos) << text;
+}
+
+TEST(UnknownWordMessageTest, NoneForAWellFormedLine) {
+  CLI::App root("test", "fgpu");
+  root.add_subcommand("status")->add_option("--agent");
+  EXPECT_EQ(UnknownWordMessage(root, {"status", "--agent", "x"}), std::nullopt);
+  EXPECT_EQ(UnknownWordMessage(root, {"--help"}), std::nullopt);
+  EXPECT_NE(UnknownWordMessage(root, {"status", "--agnet", "x"}), std::nullopt);
 }
 
 }  // namespace

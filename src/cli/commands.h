@@ -40,6 +40,10 @@ struct SimResetOptions {
 CLI::App* AddSimResetFlags(CLI::App& sim, SimResetOptions* options);
 int RunSimReset(const SimResetOptions& options);
 
+// The choices of --compute-mode and --tier (slice/compute_spec.h parses them).
+inline const std::vector<std::string> kComputeModes = {"cap", "share"};
+inline const std::vector<std::string> kTiers = {"latency", "standard", "batch"};
+
 // fgpu run --memory SIZE [--device N|UUID] -- CMD ARGS...
 // fgpu run [--compute PCT] [--compute-mode M] [--tier T] [--agent ENDPOINT] [--wait] [--tenant T]
 struct RunOptions {
@@ -57,7 +61,8 @@ CLI::App* AddRunFlags(CLI::App& root, RunOptions* options);
 // The command's exit status (128 + signal if it was killed), or an fgpu exit code.
 int RunRun(const RunOptions& options);
 
-// fgpu version
+// fgpu version (and fgpu --version, a flag of `root`)
+std::string VersionLine();  // "fgpu 0.1.0"
 CLI::App* AddVersionFlags(CLI::App& root);
 int RunVersion();
 
@@ -86,6 +91,9 @@ struct SimulateOptions {
 CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options);
 int RunSimulate(const SimulateOptions& options);
 
+// The placement policies src/sched knows, for --policy's help and check.
+std::vector<std::string> PlacementPolicyNames();
+
 // fgpu agent [--state DIR] [--listen 127.0.0.1:PORT] [--socket PATH]
 struct AgentOptions {
   std::string state = "/var/lib/fgpu";
@@ -95,13 +103,15 @@ struct AgentOptions {
   std::string policy = "FGD+";
   std::string config;
   std::string token_file;
+  std::string log_level;  // empty: the configuration's, else info
 };
 CLI::App* AddAgentFlags(CLI::App& root, AgentOptions* options);
 int RunAgent(const AgentOptions& options);
 
-// fgpu status [--agent ENDPOINT]
+// fgpu status [--agent ENDPOINT] [--json]
 struct StatusOptions {
   std::string agent;
+  bool json = false;
 };
 CLI::App* AddStatusFlags(CLI::App& root, StatusOptions* options);
 int RunStatus(const StatusOptions& options);
@@ -124,5 +134,34 @@ struct ReportOptions {
 };
 CLI::App* AddReportFlags(CLI::App& root, ReportOptions* options);
 int RunReport(const ReportOptions& options);
+
+// fgpu completion bash|zsh, fgpu man: generated from `root`, the whole tree (cli_reference.h).
+struct CompletionOptions {
+  std::string shell;
+};
+CLI::App* AddCompletionFlags(CLI::App& root, CompletionOptions* options);
+int RunCompletion(const CompletionOptions& options, const CLI::App& root);
+CLI::App* AddManFlags(CLI::App& root);
+int RunMan(const CLI::App& root);
+
+// fgpu slice list|show|resize|delete [--agent ENDPOINT]: the agent's slices without curl.
+struct SliceOptions {
+  std::string agent;
+  bool json = false;
+  std::vector<std::string> ids;  // show: one; delete: one or more; resize: one
+  std::string memory;            // resize: empty = unchanged
+  std::string compute;
+  std::string compute_mode;
+  std::string tier;
+};
+// Each under the `slice` group (CommandLine::AddGroup), all filling one options struct.
+CLI::App* AddSliceListFlags(CLI::App& slice, SliceOptions* options);
+CLI::App* AddSliceShowFlags(CLI::App& slice, SliceOptions* options);
+CLI::App* AddSliceResizeFlags(CLI::App& slice, SliceOptions* options);
+CLI::App* AddSliceDeleteFlags(CLI::App& slice, SliceOptions* options);
+int RunSliceList(const SliceOptions& options);
+int RunSliceShow(const SliceOptions& options);
+int RunSliceResize(const SliceOptions& options);
+int RunSliceDelete(const SliceOptions& options);
 
 }  // namespace fgpu::cli

@@ -29,9 +29,18 @@ int main(int argc, char** argv) {
   cli.AddLeaf(AddTopFlags(cli.root(), &top), [&] { return RunTop(top); });
   ReportOptions report;
   cli.AddLeaf(AddReportFlags(cli.root(), &report), [&] { return RunReport(report); });
+  CLI::App& slice = cli.AddGroup(cli.root(), "slice", "List, show, resize and delete the agent's slices");
+  SliceOptions slice_options;
+  cli.AddLeaf(AddSliceListFlags(slice, &slice_options), [&] { return RunSliceList(slice_options); });
+  cli.AddLeaf(AddSliceShowFlags(slice, &slice_options), [&] { return RunSliceShow(slice_options); });
+  cli.AddLeaf(AddSliceResizeFlags(slice, &slice_options), [&] { return RunSliceResize(slice_options); });
+  cli.AddLeaf(AddSliceDeleteFlags(slice, &slice_options), [&] { return RunSliceDelete(slice_options); });
   AgentOptions agent;
   cli.AddLeaf(AddAgentFlags(cli.root(), &agent), [&] { return RunAgent(agent); });
   cli.AddLeaf(AddVersionFlags(cli.root()), [] { return RunVersion(); });
+  CompletionOptions completion;
+  cli.AddLeaf(AddCompletionFlags(cli.root(), &completion), [&] { return RunCompletion(completion, cli.root()); });
+  cli.AddLeaf(AddManFlags(cli.root()), [&] { return RunMan(cli.root()); });
 
   return cli.Run(argc, argv);
 }

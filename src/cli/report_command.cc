@@ -52,7 +52,7 @@ CLI::App* AddReportFlags(CLI::App& root, ReportOptions* options) {
   report->add_option("--format", options->format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
-  report->add_option("--agent", options->agent, "The agent's socket or 127.0.0.1:PORT");
+  report->add_option("--agent", options->agent, kAgentFlagHelp);
   return report;
 }
 
@@ -68,7 +68,7 @@ int RunReport(const ReportOptions& options) {
                                    : Result<json>(agent.status());
   if (!answer.ok() || !answer->is_array()) {
     std::cerr << "fgpu report: " << (answer.ok() ? answer->dump() : answer.status().message()) << "\n";
-    return kExitFailure;
+    return answer.ok() ? kExitFailure : ExitCodeOf(answer.status());
   }
   const json& rows = *answer;
   if (options.format == "json") {

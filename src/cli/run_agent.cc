@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/agent_status.h"
 #include "cli/exit_codes.h"
 #include "cli/run_workload.h"
 #include "core/units.h"
@@ -30,7 +31,8 @@ std::string ErrorText(const json& body) {
 
 // "40%" of the GPU the slice will go on: the named one, else the first (a node's GPUs are alike).
 Result<uint64_t> MemoryBytes(const RunOptions& options, const net::Endpoint& agent) {
-  if (options.memory.empty() || options.memory.back() != '%') return ParseByteSize(options.memory);
+  // A size needs no GPU to check it; the agent knows what fits.
+  if (options.memory.empty() || options.memory.back() != '%') return ParseMemoryLimit(options.memory, UINT64_MAX);
   int status = 0;
   Result<json> gpus = CallAgent(agent, "GET", "/v1/gpus", "", &status);
   if (!gpus.ok()) return gpus.status();
@@ -79,6 +81,47 @@ Result<json> WaitInQueue(const net::Endpoint& agent, const std::string& ticket, 
   return Status::Unavailable("interrupted while waiting");
 }
 
+// What the agent's refusal of the slice means for the user: a request larger than every GPU
+// (or than the named one) can never fit, a usage error; no room now is a refusal, with the room
+// that is free and, unless asked already, --wait.
+int ReportRefusal(const RunOptions& options, const net::Endpoint& agent, const json& answer, int status, uint64_t memory) {
+  std::cerr << "fgpu run: the agent refused the slice: " << ErrorText(answer) << "\n";
+  if (status != 409) return status == 400 || status == 404 ? kExitUsage : kExitFailure;
+  Result<json> gpus = GetFromAgent(agent, "/v1/gpus");
+  if (!gpus.ok()) return kExitFailure;
+  if (LargerThanEveryGpu(*gpus, memory, options.device)) {
+    std::cerr << "fgpu run: --memory " << options.memory << " is more than "
+              << (options.device.empty() ? "any GPU here has" : "GPU " + options.device + " has") << ", even empty\n";
+    return kExitUsage;
+  }
+  std::cerr << "fgpu run: free now: " << DescribeFreeRoom(*gpus) << "\n";
+  if (!options.wait) std::cerr << "fgpu run: add --wait to queue until a GPU has room\n";
+  return kExitFailure;
+}
+
+// The slice's whole "env" from the agent, applied over this shell's; an older agent that sends
+// none gets the three variables every slice needs. The interposer is this fgpu's when the agent
+// names none.
+Result<Environment> SliceEnvironment(const json& slice) {
+  const auto env = slice.find("env");
+  const bool named = env != slice.end() && env->is_object() && env->contains("LD_PRELOAD") &&
+                     (*env)["LD_PRELOAD"].is_string() && !(*env)["LD_PRELOAD"].get<std::string>().empty();
+  std::string own_hook;
+  if (!named) {
+    Result<std::string> hook = ResolveHookLibrary();
+    if (!hook.ok()) return hook.status();
+    own_hook = *hook;
+  }
+  if (env == slice.end() || !env->is_object()) {
+    return WorkloadEnvironment(own_hook, std::getenv("LD_PRELOAD"), slice["dir"], slice["gpu"]);
+  }
+  Environment from_agent;
+  for (const auto& [name, value] : env->items()) {
+    if (value.is_string()) from_agent.emplace_back(name, value.get<std::string>());
+  }
+  return AgentSliceEnvironment(from_agent, own_hook, std::getenv("LD_PRELOAD"), std::getenv("LD_LIBRARY_PATH"));
+}
+
 }  // namespace
 
 Result<json> CallAgent(const net::Endpoint& agent, const std::string& method, const std::string& path,
@@ -110,7 +153,27 @@ Result<net::Endpoint> RunningAgent(const std::string& flag) {
   return **agent;
 }
 
-Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag) {
+Result<net::Endpoint> ParseAgentEndpoint(const std::string& text, bool any_port) {
+  static constexpr const char* kForms = "; use the agent's socket path (e.g. /var/lib/fgpu/agent.sock), 127.0.0.1:PORT or localhost:PORT";
+  if (text.empty()) return Status::InvalidArgument(std::string("empty agent address") + kForms);
+  std::string normal = text;
+  if (normal.find(':') == std::string::npos) normal = "unix:" + normal;  // `agent.sock` in this directory
+  if (normal.rfind("localhost:", 0) == 0) normal = "127.0.0.1:" + normal.substr(10);
+  Result<net::Endpoint> endpoint = net::ParseEndpoint(normal, any_port);
+  if (!endpoint.ok()) return Status::InvalidArgument("'" + text + "' is not an agent address" + kForms);
+  return endpoint;
+}
+
+Status RequireUnixSocket(const net::Endpoint& agent) {
+  if (agent.unix_socket) return Status::Ok();
+  return Status::InvalidArgument(
+      "--agent " + net::ToString(agent) + ": fgpu run needs the agent's Unix socket (only there may it join the slice, "
+      "queue with --wait and have the slice released when the program ends); name it, e.g. --agent " +
+      kDefaultAgentSocket + " (`fgpu agent --state DIR` listens on DIR/agent.sock). TCP serves fgpu status, top, "
+      "report and slice");
+}
+
+Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag, bool unix_socket_only) {
   const char* from_env = std::getenv("FGPU_AGENT");
   std::string named = !flag.empty() ? flag : (from_env != nullptr ? from_env : "");
   if (named.empty()) {
@@ -118,8 +181,11 @@ Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag) {
     if (stat(kDefaultAgentSocket, &info) != 0 || !S_ISSOCK(info.st_mode)) return std::optional<net::Endpoint>();
     named = kDefaultAgentSocket;
   }
-  Result<net::Endpoint> endpoint = net::ParseEndpoint(named);
+  Result<net::Endpoint> endpoint = ParseAgentEndpoint(named);
   if (!endpoint.ok()) return endpoint.status();
+  if (unix_socket_only) {
+    if (Status socket = RequireUnixSocket(*endpoint); !socket.ok()) return socket;
+  }
   Result<net::HttpResponse> health = net::HttpCall(*endpoint, "GET", "/v1/health", "", kCallTimeoutMs);
   if (!health.ok() || health->status != 200) {
     if (flag.empty() && from_env == nullptr) return std::optional<net::Endpoint>();  // a stale default socket
@@ -130,16 +196,15 @@ Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag) {
 }
 
 int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
+  if (Status socket = RequireUnixSocket(agent); !socket.ok()) {
+    std::cerr << "fgpu run: " << socket.message() << "\n";
+    return kExitUsage;
+  }
   Result<uint64_t> memory = MemoryBytes(options, agent);
   Result<json> request = memory.ok() ? Request(options, *memory) : Result<json>(memory.status());
   if (!request.ok()) {
     std::cerr << "fgpu run: " << request.status().message() << "\n";
-    return kExitUsage;
-  }
-  Result<std::string> hook = ResolveHookLibrary();
-  if (!hook.ok()) {
-    std::cerr << "fgpu run: " << hook.status().message() << "\n";
-    return kExitFailure;
+    return ExitCodeOf(request.status());
   }
   int status = 0;
   Result<json> answer = CallAgent(agent, "POST", "/v1/slices", request->dump(), &status);
@@ -154,8 +219,7 @@ int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
       return kExitFailure;
     }
   } else if (status != 201) {
-    std::cerr << "fgpu run: the agent refused the slice: " << ErrorText(*answer) << "\n";
-    return status == 409 ? kExitFailure : kExitUsage;
+    return ReportRefusal(options, agent, *answer, status, *memory);
   }
   const json& slice = *answer;
   const std::string id = slice["id"];
@@ -170,8 +234,13 @@ int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
     std::cerr << "fgpu run: slice " << id << ": could not join it (" << (join.ok() ? ErrorText(*join) : join.status().message())
               << "); the agent cannot evict the workload, only release the slice\n";
   }
-  const int exit_code = RunWorkload(
-      options.command, WorkloadEnvironment(*hook, std::getenv("LD_PRELOAD"), slice["dir"], slice["gpu"]));
+  Result<Environment> env = SliceEnvironment(slice);
+  if (!env.ok()) {
+    std::cerr << "fgpu run: " << env.status().message() << "\n";
+    (void)CallAgent(agent, "DELETE", "/v1/slices/" + id, "", &status);
+    return kExitFailure;
+  }
+  const int exit_code = RunWorkload(options.command, *env);
   int deleted = 0;
   if (!CallAgent(agent, "DELETE", "/v1/slices/" + id, "", &deleted).ok() || deleted != 204) {
     std::cerr << "fgpu run: could not release slice " << id << " (the agent releases it once every process exits)\n";

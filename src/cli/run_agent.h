@@ -14,10 +14,20 @@
 namespace fgpu::cli {
 
 inline constexpr const char* kDefaultAgentSocket = "/var/lib/fgpu/agent.sock";
+// --agent's help for the commands that only read (or, with the socket, manage) slices.
+inline constexpr const char* kAgentFlagHelp =
+    "The agent: its Unix socket, 127.0.0.1:PORT or localhost:PORT (default $FGPU_AGENT, else /var/lib/fgpu/agent.sock)";
+
+// Where the agent listens, as a user writes it: a socket path (`/var/lib/fgpu/agent.sock`,
+// `unix:PATH`, or a bare file name), `127.0.0.1:PORT`, or `localhost:PORT` (the agent serves
+// IPv4 loopback). InvalidArgument, naming the forms, otherwise.
+Result<net::Endpoint> ParseAgentEndpoint(const std::string& text, bool any_port = false);
 
 // The agent to use: `flag`, else $FGPU_AGENT, else the default socket when it exists; none
-// (std::nullopt) means standalone. A named agent that does not answer is an error.
-Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag);
+// (std::nullopt) means standalone. A named agent that does not answer is Unavailable; a
+// malformed one InvalidArgument, and so is one not on a Unix socket when `unix_socket_only`
+// (fgpu run: RequireUnixSocket), whether or not an agent answers there.
+Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag, bool unix_socket_only = false);
 
 // FindAgent for commands that need one: Unavailable, with a hint, when none is running.
 Result<net::Endpoint> RunningAgent(const std::string& flag);
@@ -27,6 +37,10 @@ Result<nlohmann::json> CallAgent(const net::Endpoint& agent, const std::string& 
                                  const std::string& body, int* status, int timeout_ms = 10000);
 // A GET that must answer 200 with JSON; Unavailable otherwise.
 Result<nlohmann::json> GetFromAgent(const net::Endpoint& agent, const std::string& path, int timeout_ms = 10000);
+
+// `fgpu run` needs the Unix socket: only there may it join the slice, queue with --wait and have
+// the slice released when the program ends. InvalidArgument naming the socket otherwise.
+Status RequireUnixSocket(const net::Endpoint& agent);
 
 int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent);
 

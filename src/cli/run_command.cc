@@ -118,35 +118,64 @@ int RunWorkload(const std::vector<std::string>& command, const Environment& env)
 }
 
 CLI::App* AddRunFlags(CLI::App& root, RunOptions* options) {
-  CLI::App* run = root.add_subcommand("run", "Run a program in a private GPU slice with an enforced memory cap");
-  run->add_option("--memory", options->memory, "Memory cap: 512MiB, 10GiB, 1.5GiB, or 40% of the GPU")
+  CLI::App* run = root.add_subcommand("run", "Run a program in a GPU slice with an enforced memory cap and compute share");
+  run->add_option("--memory", options->memory,
+                  "Memory cap: 4G, 4Gi, 4GiB, 512MiB, 1.5GiB, a byte count, or 40% of the GPU. The CUDA context "
+                  "is charged to the slice (measured when the program creates it: about 500 MiB on an H100 with "
+                  "CUDA 12), so ask for that much more than the program allocates")
       ->default_val("100%");
   run->add_option("--compute", options->compute,
                   "Compute share: percent of the GPU's time, 1-100 (default: 100 alone, in proportion to memory "
                   "through the agent)");
   run->add_option("--compute-mode", options->compute_mode,
-                  "cap: never more than the share; share: at least the share, idle time too")
+                  "One of: cap (never more than the share), share (at least the share, idle time too)")
+      ->transform(CLI::IsMember(kComputeModes, CLI::ignore_case))
       ->default_val("share");
-  run->add_option("--tier", options->tier, "Priority beside other slices: latency, standard or batch")
+  run->add_option("--tier", options->tier,
+                  "Priority beside other slices, one of: latency, standard, batch (within every slice's guarantee)")
+      ->transform(CLI::IsMember(kTiers, CLI::ignore_case))
       ->default_val("standard");
   run->add_option("--device", options->device,
                   "The GPU: NVML index (as nvidia-smi numbers them) or UUID; default 0, or the agent's choice");
   run->add_option("--agent", options->agent,
-                  "The agent's socket or 127.0.0.1:PORT (default $FGPU_AGENT, else /var/lib/fgpu/agent.sock if present; "
-                  "none: a private slice)");
+                  std::string("The agent's Unix socket (default $FGPU_AGENT, else ") + kDefaultAgentSocket +
+                      " if present; none: a private slice). `fgpu agent --state DIR` listens on DIR/agent.sock");
   run->add_flag("--wait", options->wait, "Through the agent: queue until a GPU has room instead of failing");
   run->add_option("--tenant", options->tenant, "Through the agent: who is billed")->default_val("default");
   run->add_option("command", options->command, "The program and its arguments, after `--`")->required();
   run->footer("Example: fgpu run --memory 10GiB --compute 30 -- python3 serve.py\n"
-              "On a machine without a GPU: fgpu sim run -- fgpu run --memory 4GiB -- ./my_cuda_program");
+              "On a machine without a GPU: fgpu sim run -- fgpu run --memory 4GiB -- ./my_cuda_program\n"
+              "Exit status: the program's; 2 for a usage error, 1 when the slice is refused (no room: try --wait)");
   return run;
 }
 
+namespace {
+
+// The words that need no GPU to check, checked before any agent or GPU is looked for: a
+// malformed value is a usage error on every path.
+Status CheckRunWords(const RunOptions& options) {
+  if (options.memory.empty() || options.memory.back() != '%') {
+    Result<uint64_t> memory = ParseMemoryLimit(options.memory, UINT64_MAX);
+    if (!memory.ok()) return memory.status();
+  }
+  if (!options.compute.empty()) {
+    Result<uint32_t> share = ParseComputeShare(options.compute);
+    if (!share.ok()) return share.status();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 int RunRun(const RunOptions& options) {
-  Result<std::optional<net::Endpoint>> agent = FindAgent(options.agent);
+  if (Status words = CheckRunWords(options); !words.ok()) {
+    std::cerr << "fgpu run: " << words.message() << "\n";
+    return kExitUsage;
+  }
+  Result<std::optional<net::Endpoint>> agent = FindAgent(options.agent, /*unix_socket_only=*/true);
   if (!agent.ok()) {
     std::cerr << "fgpu run: " << agent.status().message() << "\n";
-    return kExitFailure;
+    return ExitCodeOf(agent.status());
   }
   if (*agent) return RunThroughAgent(options, **agent);
   Result<GpuInfo> gpu = QueryGpu(options.device.empty() ? "0" : options.device);

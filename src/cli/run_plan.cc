@@ -38,6 +38,34 @@ Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_
   return {{"LD_PRELOAD", preload}, {"FGPU_SLICE", slice_dir}, {"CUDA_VISIBLE_DEVICES", gpu_uuid}};
 }
 
+namespace {
+
+// `first` before `current` in a colon-separated search path, once.
+std::string PrependPath(const std::string& first, const char* current) {
+  if (current == nullptr || *current == '\0' || first == current) return first;
+  return first + ":" + current;
+}
+
+}  // namespace
+
+Environment AgentSliceEnvironment(const Environment& slice_env, const std::string& own_hook, const char* ld_preload,
+                                  const char* ld_library_path) {
+  Environment env;
+  bool preload_named = false;
+  for (const auto& [name, value] : slice_env) {
+    if (name == "LD_PRELOAD") {
+      preload_named = !value.empty();
+      if (preload_named) env.emplace_back(name, PrependPath(value, ld_preload));
+    } else if (name == "LD_LIBRARY_PATH") {
+      env.emplace_back(name, PrependPath(value, ld_library_path));
+    } else {
+      env.emplace_back(name, value);
+    }
+  }
+  if (!preload_named) env.insert(env.begin(), {"LD_PRELOAD", PrependPath(own_hook, ld_preload)});
+  return env;
+}
+
 Environment SimulatorEnvironmentForWorkloads(const char* config, const char* segment, const char* ld_library_path) {
   const auto set = [](const char* value) { return value != nullptr && *value != '\0'; };
   Environment env;

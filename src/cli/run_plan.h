@@ -25,6 +25,14 @@ using Environment = std::vector<std::pair<std::string, std::string>>;
 Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_preload,
                                 const std::string& slice_dir, const std::string& gpu_uuid);
 
+// The workload's environment additions for a slice the agent made: everything the slice's "env"
+// names (the interposer, FGPU_SLICE, CUDA_VISIBLE_DEVICES and, under the simulator, its
+// FGPU_SIM_* and LD_LIBRARY_PATH), so the workload reaches the agent's GPUs from any shell.
+// Search paths are put first in the current value (`ld_preload`, `ld_library_path`; nullptr if
+// unset), not replaced. An agent that names no interposer gets `own_hook` (this fgpu's).
+Environment AgentSliceEnvironment(const Environment& slice_env, const std::string& own_hook, const char* ld_preload,
+                                  const char* ld_library_path);
+
 // What the agent tells launchers its slices' workloads need besides the interposer and the
 // slice: under the simulator (`config` or `segment` — FGPU_SIM_CONFIG, FGPU_SIM_SEGMENT — set),
 // those and `ld_library_path`, so that a workload another launcher starts (the Slurm plugin)

@@ -72,5 +72,27 @@ TEST(ComputeShareTest, RefusesEverythingElseNamingTheInput) {
   }
 }
 
+TEST(RunPlan, AnAgentSlicesWholeEnvironmentIsApplied) {
+  const Environment slice = {{"FGPU_SIM_SEGMENT", "/seg"}, {"LD_LIBRARY_PATH", "/b/lib/fgpu/sim"},
+                             {"LD_PRELOAD", "/b/lib/fgpu/libfgpu.so"}, {"FGPU_SLICE", "/var/lib/fgpu/slices/s1"},
+                             {"CUDA_VISIBLE_DEVICES", "GPU-1"}};
+  const Environment env = AgentSliceEnvironment(slice, "/mine/libfgpu.so", "/usr/lib/libother.so", "/opt/lib");
+  const Environment expected = {{"FGPU_SIM_SEGMENT", "/seg"}, {"LD_LIBRARY_PATH", "/b/lib/fgpu/sim:/opt/lib"},
+                                {"LD_PRELOAD", "/b/lib/fgpu/libfgpu.so:/usr/lib/libother.so"},
+                                {"FGPU_SLICE", "/var/lib/fgpu/slices/s1"}, {"CUDA_VISIBLE_DEVICES", "GPU-1"}};
+  EXPECT_EQ(env, expected);
+  // Nothing set yet: the slice's values alone, no empty entry.
+  const Environment bare = AgentSliceEnvironment(slice, "/mine/libfgpu.so", nullptr, "");
+  EXPECT_EQ(bare[1].second, "/b/lib/fgpu/sim");
+  EXPECT_EQ(bare[2].second, "/b/lib/fgpu/libfgpu.so");
+}
+
+TEST(RunPlan, AnAgentThatNamesNoInterposerGetsOurs) {
+  const Environment env = AgentSliceEnvironment({{"FGPU_SLICE", "/d"}, {"LD_PRELOAD", ""}}, "/mine/libfgpu.so", nullptr, nullptr);
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"LD_PRELOAD", "/mine/libfgpu.so"}));
+  EXPECT_EQ(env[1].first, "FGPU_SLICE");
+}
+
 }  // namespace
 }  // namespace fgpu::cli

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/suggest.h"
 #include "simulate/simulate.h"
 
 namespace fgpu::cli {
@@ -132,7 +133,8 @@ CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options) {
       ->add_option("--pods", options->pods,
                    "Pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
       ->required();
-  simulate->add_option("--policy", options->policy, "Policies, comma-separated, or 'all'")
+  simulate->add_option("--policy", options->policy,
+                       "Policies, comma-separated, or 'all'; the policies are " + JoinChoices(PlacementPolicyNames()))
       ->capture_default_str();
   simulate->add_option("--seeds", options->seeds, "Seeds: N, N-M, or a comma-separated mix")
       ->capture_default_str();

@@ -1,6 +1,8 @@
+// fgpu status and fgpu top: the agent's GPUs and slices (cli/agent_status.h renders them).
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,30 +14,74 @@
 #include "cli/run_agent.h"
 
 namespace fgpu::cli {
+namespace {
 
 using nlohmann::json;
 
+struct Reading {
+  json gpus;
+  json slices;
+};
+
+Result<Reading> ReadAgent(const net::Endpoint& agent) {
+  Result<json> gpus = GetFromAgent(agent, "/v1/gpus");
+  if (!gpus.ok()) return gpus.status();
+  Result<json> slices = GetFromAgent(agent, "/v1/slices?usage=1");
+  if (!slices.ok()) return slices.status();
+  return Reading{std::move(*gpus), std::move(*slices)};
+}
+
+// Each slice's achieved share of a GPU since the last reading, from its measured busy time.
+class AchievedShares {
+ public:
+  std::map<std::string, double> Update(const json& slices) {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - before_).count();
+    std::map<std::string, double> achieved, busy_now;
+    for (const json& slice : slices) {
+      const std::string id = slice.value("id", "");
+      busy_now[id] = slice.value("compute_busy_seconds", 0.0);
+      const auto it = busy_before_.find(id);
+      if (it != busy_before_.end() && seconds > 0) achieved[id] = 100.0 * (busy_now[id] - it->second) / seconds;
+    }
+    busy_before_ = std::move(busy_now);
+    before_ = now;
+    return achieved;
+  }
+
+ private:
+  std::map<std::string, double> busy_before_;
+  std::chrono::steady_clock::time_point before_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
 CLI::App* AddStatusFlags(CLI::App& root, StatusOptions* options) {
   CLI::App* status = root.add_subcommand("status", "Show the agent's GPUs and slices: caps, usage, shares, tiers");
-  status->add_option("--agent", options->agent, "The agent's socket or 127.0.0.1:PORT");
+  status->add_option("--agent", options->agent, kAgentFlagHelp);
+  status->add_flag("--json", options->json,
+                   "One JSON document for scripts: {\"gpus\": GET /v1/gpus, \"slices\": GET /v1/slices?usage=1}");
   return status;
 }
 
 int RunStatus(const StatusOptions& options) {
   Result<net::Endpoint> agent = RunningAgent(options.agent);
-  Result<json> gpus = agent.ok() ? GetFromAgent(*agent, "/v1/gpus") : Result<json>(agent.status());
-  Result<json> slices = gpus.ok() ? GetFromAgent(*agent, "/v1/slices?usage=1") : Result<json>(gpus.status());
-  if (!slices.ok()) {
-    std::cerr << "fgpu status: " << slices.status().message() << "\n";
-    return kExitFailure;
+  Result<Reading> reading = agent.ok() ? ReadAgent(*agent) : Result<Reading>(agent.status());
+  if (!reading.ok()) {
+    std::cerr << "fgpu status: " << reading.status().message() << "\n";
+    return ExitCodeOf(reading.status());
   }
-  std::cout << RenderAgentStatus(*gpus, *slices);
+  if (options.json) {
+    std::cout << json{{"gpus", reading->gpus}, {"slices", reading->slices}}.dump(2) << "\n";
+  } else {
+    std::cout << RenderAgentStatus(reading->gpus, reading->slices);
+  }
   return kExitOk;
 }
 
 CLI::App* AddTopFlags(CLI::App& root, TopOptions* options) {
-  CLI::App* top = root.add_subcommand("top", "fgpu status every second, with each slice's achieved compute share");
-  top->add_option("--agent", options->agent, "The agent's socket or 127.0.0.1:PORT");
+  CLI::App* top = root.add_subcommand("top", "fgpu status every second, timestamped, with each slice's achieved compute share");
+  top->add_option("--agent", options->agent, kAgentFlagHelp);
   top->add_option("--interval", options->interval_s, "Seconds between refreshes")->check(CLI::Range(0.1, 3600.0));
   top->add_option("--count", options->count, "Refreshes before exiting (0: until interrupted)");
   return top;
@@ -45,30 +91,19 @@ int RunTop(const TopOptions& options) {
   Result<net::Endpoint> agent = RunningAgent(options.agent);
   if (!agent.ok()) {
     std::cerr << "fgpu top: " << agent.status().message() << "\n";
-    return kExitFailure;
+    return ExitCodeOf(agent.status());
   }
-  std::map<std::string, double> busy_before;
-  auto before = std::chrono::steady_clock::now();
+  AchievedShares shares;
   for (int shown = 0; options.count == 0 || shown < options.count; ++shown) {
-    Result<json> gpus = GetFromAgent(*agent, "/v1/gpus");
-    Result<json> slices = gpus.ok() ? GetFromAgent(*agent, "/v1/slices?usage=1") : Result<json>(gpus.status());
-    if (!slices.ok()) {
-      std::cerr << "fgpu top: " << slices.status().message() << "\n";
+    Result<Reading> reading = ReadAgent(*agent);
+    if (!reading.ok()) {
+      std::cerr << "fgpu top: " << reading.status().message() << "\n";
       return kExitFailure;
     }
-    const auto now = std::chrono::steady_clock::now();
-    const double seconds = std::chrono::duration<double>(now - before).count();
-    std::map<std::string, double> achieved, busy_now;
-    for (const json& slice : *slices) {
-      const std::string id = slice.value("id", "");
-      busy_now[id] = slice.value("compute_busy_seconds", 0.0);
-      const auto it = busy_before.find(id);
-      if (it != busy_before.end() && seconds > 0) achieved[id] = 100.0 * (busy_now[id] - it->second) / seconds;
-    }
+    const std::map<std::string, double> achieved = shares.Update(reading->slices);
     if (isatty(STDOUT_FILENO)) std::cout << "\033[H\033[2J";
-    std::cout << RenderAgentStatus(*gpus, *slices, &achieved) << std::flush;
-    busy_before = busy_now;
-    before = now;
+    std::cout << TopHeading(std::time(nullptr), options.interval_s)
+              << RenderAgentStatus(reading->gpus, reading->slices, &achieved) << std::flush;
     if (options.count == 0 || shown + 1 < options.count) {
       std::this_thread::sleep_for(std::chrono::duration<double>(options.interval_s));
     }
