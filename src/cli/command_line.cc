@@ -157,7 +157,12 @@ CommandLine::Parsed CommandLine::Parse(int argc, const char* const* argv) {
     std::ostringstream err;
     const int code = root_.exit(error, out, err);
     std::cout << out.str() << std::flush;
-    if (!err.str().empty()) std::cerr << "fgpu: " << err.str() << std::flush;
+    // Named by the command it is about ("fgpu run: --tier: vip not in {…}"), as our own errors are.
+    std::string who = "fgpu";
+    for (const Leaf& leaf : leaves_) {
+      if (leaf.app->parsed()) who = CommandPath(*leaf.app);
+    }
+    if (!err.str().empty()) std::cerr << who << ": " << err.str() << std::flush;
     if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
       for (const Leaf& leaf : leaves_) {
         if (leaf.app->parsed() && !leaf.extras_hint.empty()) {

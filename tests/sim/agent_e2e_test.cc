@@ -235,15 +235,16 @@ TEST_F(AgentE2e, BadStartupSettingsAreClearErrors) {
   for (const char* text : {"{not json", R"({"stop_loss": {"bypass": "shrug"}})", R"({"stop_loss": {"grace_s": -1}})",
                            R"({"stop_loss": {"min_free": "lots"}})", R"({"stop_loss": 7})"}) {
     std::ofstream(config) << text;
+    // A bad setting is a usage error (exit 2, docs/cli.md "Exit status"), checked before the agent starts.
     const ProbeResult result = start({"--config", config});
-    EXPECT_EQ(result.exit_code, 1) << text;
-    EXPECT_NE(result.stderr_text.find("fgpu agent: " + config), std::string::npos) << result.stderr_text;
+    EXPECT_EQ(result.exit_code, 2) << text;
+    EXPECT_NE(result.stderr_text.find("fgpu agent: --config: " + config), std::string::npos) << result.stderr_text;
   }
   const ProbeResult missing = start({"--config", config + ".missing"});
-  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.stderr_text.find("cannot read the configuration"), std::string::npos) << missing.stderr_text;
   const ProbeResult policy = start({"--policy", "fastest"});
-  EXPECT_EQ(policy.exit_code, 1);
+  EXPECT_EQ(policy.exit_code, 2);
   EXPECT_NE(policy.stderr_text.find("--policy"), std::string::npos) << policy.stderr_text;
   std::filesystem::remove(config);
 }
