@@ -9,6 +9,7 @@
 #                                            /etc/fgpu/node.conf makes a node managed, so copying
 #                                            it there is the administrator's decision
 #   P/share/fgpu/agent-demo                  the main job's demo, run from the installed tree
+#   P/share/bash-completion/completions/fgpu, P/share/zsh/site-functions/_fgpu, P/share/man/man1/fgpu.1
 include(GNUInstallDirs)
 
 if(NOT TARGET fgpu OR NOT TARGET fgpu_hook OR NOT TARGET fgpu_sim_cuda)
@@ -31,3 +32,16 @@ install(FILES ${PROJECT_BINARY_DIR}/deploy/fgpu-agent.service DESTINATION lib/sy
 install(FILES deploy/node.conf deploy/agent.json DESTINATION ${CMAKE_INSTALL_DATADIR}/fgpu/examples)
 install(DIRECTORY deploy/slurm/ DESTINATION ${CMAKE_INSTALL_DATADIR}/fgpu/examples/slurm)
 install(PROGRAMS scripts/agent-demo DESTINATION ${CMAKE_INSTALL_DATADIR}/fgpu)
+
+# Shell completion and the man page, generated from the CLI's own definitions by the binary just
+# built (fgpu completion bash|zsh, fgpu man), so they cannot drift from it.
+set(FGPU_GENERATED_DIR ${PROJECT_BINARY_DIR}/generated)
+install(CODE "execute_process(COMMAND \"${CMAKE_COMMAND}\" \"-DFGPU=$<TARGET_FILE:fgpu>\" \"-DOUT=${FGPU_GENERATED_DIR}\"
+                                      -P \"${PROJECT_SOURCE_DIR}/cmake/FgpuGenerateDocs.cmake\" RESULT_VARIABLE status)
+              if(NOT status EQUAL 0)
+                message(FATAL_ERROR \"the completion and man page could not be generated\")
+              endif()")
+install(FILES ${FGPU_GENERATED_DIR}/fgpu.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+        RENAME fgpu)
+install(FILES ${FGPU_GENERATED_DIR}/_fgpu DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
+install(FILES ${FGPU_GENERATED_DIR}/fgpu.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

@@ -9,12 +9,16 @@ cmake --install "$FGPU_BUILD_DIR" --prefix "$PREFIX" >"$SCRATCH/install.log" 2>&
   fail "cmake --install failed: $(cat "$SCRATCH/install.log")"
 for file in bin/fgpu bin/fgpu-probe lib/fgpu/libfgpu.so lib/fgpu/sim/libcuda.so.1 lib/fgpu/sim/libnvidia-ml.so.1 \
             lib/systemd/system/fgpu-agent.service share/fgpu/examples/node.conf share/fgpu/examples/agent.json \
-            share/fgpu/examples/slurm/plugstack.conf share/fgpu/agent-demo; do
+            share/fgpu/examples/slurm/plugstack.conf share/fgpu/agent-demo share/bash-completion/completions/fgpu \
+            share/zsh/site-functions/_fgpu share/man/man1/fgpu.1; do
   [ -e "$PREFIX/$file" ] || fail "$file is not installed"
 done
 grep -qx "ExecStart=$PREFIX/bin/fgpu agent --state /var/lib/fgpu \$FGPU_AGENT_OPTIONS" \
   "$PREFIX/lib/systemd/system/fgpu-agent.service" || fail "the unit does not start the installed agent:
 $(grep ExecStart "$PREFIX/lib/systemd/system/fgpu-agent.service")"
+bash -n "$PREFIX/share/bash-completion/completions/fgpu" || fail "the bash completion is not valid bash"
+grep -q "slice" "$PREFIX/share/bash-completion/completions/fgpu" || fail "the bash completion lacks 'slice'"
+grep -q '^\.TH' "$PREFIX/share/man/man1/fgpu.1" || fail "the man page has no .TH header"
 [ ! -e "$PREFIX/etc/fgpu/node.conf" ] || fail "an active node.conf was installed (it makes the node managed)"
 "$PREFIX/bin/fgpu" version >/dev/null || fail "the installed fgpu does not run"
 # The demo finds <prefix>/bin from <prefix>/share/fgpu and the simulated driver beside it.
