@@ -51,7 +51,7 @@ struct SliceRecord {
 
 // Slice ids are "s" and a number the state directory never hands out twice (Store keeps the
 // highest ever recorded), so usage records of different slices never share an id.
-inline std::string SliceIdOf(uint64_t number) { return "s" + std::to_string(number); }
+inline std::string SliceIdOf(uint64_t number) { return std::string("s").append(std::to_string(number)); }
 
 // The number in an id SliceIdOf made; nullopt for anything else.
 inline std::optional<uint64_t> SliceNumberOf(const std::string& id) {

@@ -199,7 +199,8 @@ std::string ZshCompletion(const CLI::App& root) {
         std::string spec = name + "[" + ZshDescription(option.description) + "]";
         if (!option.value_name.empty()) {
           spec += ":" + option.value_name + ":";
-          spec += option.choices.empty() ? "_files" : "(" + Join(option.choices) + ")";
+          spec += option.choices.empty() ? std::string("_files")
+                                         : std::string("(").append(Join(option.choices)).append(")");
         }
         specs.push_back(ShellQuoted(spec));
       }

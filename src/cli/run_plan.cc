@@ -34,7 +34,7 @@ Result<uint64_t> ParseMemoryLimit(const std::string& text, uint64_t device_total
 Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_preload,
                                 const std::string& slice_dir, const std::string& gpu_uuid) {
   std::string preload = hook_library;
-  if (ld_preload != nullptr && *ld_preload != '\0') preload += ":" + std::string(ld_preload);
+  if (ld_preload != nullptr && *ld_preload != '\0') preload.append(":").append(ld_preload);
   return {{"LD_PRELOAD", preload}, {"FGPU_SLICE", slice_dir}, {"CUDA_VISIBLE_DEVICES", gpu_uuid}};
 }
 
