@@ -403,44 +403,28 @@ Result<std::vector<std::string>> Store::ExclusiveGpus() const {
 Status Store::CloseUsage(const UsageRecord& record, int64_t accounted_until_ms, uint64_t accounted_busy_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   return Write([&] {
-  if (Status begun = Exec("BEGIN IMMEDIATE;"); !begun.ok()) return begun;
-  Statement insert(db_,
-                   "INSERT INTO usage_records (slice_id, tenant, gpu_uuid, start_unix_ms, end_unix_ms, "
-                   "reserved_gpu_seconds, memory_gib_hours, busy_gpu_seconds, job, user_name, account) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
-  Statement update(db_, "UPDATE slices SET accounted_until_ms = ?, accounted_busy_ns = ? WHERE id = ?;");
-  bool ok = insert.ok() && update.ok();
-  if (ok) {
-    sqlite3_stmt* s = insert.get();
-    BindText(s, 1, record.slice_id);
-    BindText(s, 2, record.tenant);
-    BindText(s, 3, record.gpu_uuid);
-    sqlite3_bind_int64(s, 4, record.start_unix_ms);
-    sqlite3_bind_int64(s, 5, record.end_unix_ms);
-    sqlite3_bind_double(s, 6, record.reserved_gpu_seconds);
-    sqlite3_bind_double(s, 7, record.memory_gib_hours);
-    sqlite3_bind_double(s, 8, record.busy_gpu_seconds);
-    BindLabels(s, 9, record.labels);
-    sqlite3_bind_int64(update.get(), 1, accounted_until_ms);
-    sqlite3_bind_int64(update.get(), 2, static_cast<sqlite3_int64>(accounted_busy_ns));
-    BindText(update.get(), 3, record.slice_id);
-    ok = sqlite3_step(insert.get()) == SQLITE_DONE && sqlite3_step(update.get()) == SQLITE_DONE;
-  }
-  if (!ok) {
-    const int code = sqlite3_errcode(db_);
-    const std::string reason = sqlite3_errmsg(db_);
-    (void)Exec("ROLLBACK;");
-    // Keep the failing write's code for Write (ROLLBACK succeeded and would reset it).
-    return code == SQLITE_FULL ? Status::ResourceExhausted("state database: " + reason)
-                               : Status::Internal("state database: " + reason);
-  }
-  Status committed = Exec("COMMIT;");
-  if (!committed.ok()) {
-    const int code = sqlite3_errcode(db_);
-    (void)Exec("ROLLBACK;");  // may fail when SQLite already rolled back: harmless
-    if (code == SQLITE_FULL) return Status::ResourceExhausted(committed.message());
-  }
-  return committed;
+    return InTransaction([&] {
+      Statement insert(db_,
+                       "INSERT INTO usage_records (slice_id, tenant, gpu_uuid, start_unix_ms, end_unix_ms, "
+                       "reserved_gpu_seconds, memory_gib_hours, busy_gpu_seconds, job, user_name, account) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
+      Statement update(db_, "UPDATE slices SET accounted_until_ms = ?, accounted_busy_ns = ? WHERE id = ?;");
+      if (!insert.ok() || !update.ok()) return false;
+      sqlite3_stmt* s = insert.get();
+      BindText(s, 1, record.slice_id);
+      BindText(s, 2, record.tenant);
+      BindText(s, 3, record.gpu_uuid);
+      sqlite3_bind_int64(s, 4, record.start_unix_ms);
+      sqlite3_bind_int64(s, 5, record.end_unix_ms);
+      sqlite3_bind_double(s, 6, record.reserved_gpu_seconds);
+      sqlite3_bind_double(s, 7, record.memory_gib_hours);
+      sqlite3_bind_double(s, 8, record.busy_gpu_seconds);
+      BindLabels(s, 9, record.labels);
+      sqlite3_bind_int64(update.get(), 1, accounted_until_ms);
+      sqlite3_bind_int64(update.get(), 2, static_cast<sqlite3_int64>(accounted_busy_ns));
+      BindText(update.get(), 3, record.slice_id);
+      return sqlite3_step(insert.get()) == SQLITE_DONE && sqlite3_step(update.get()) == SQLITE_DONE;
+    });
   });
 }
 
