@@ -474,11 +474,10 @@ $(printf '%s' "$BODY" | grep unattributed)"
   expect_victim_unchanged
 }
 
-# A managed node (docs/hook.md "Managed nodes"): the interposer takes only root's slices under
-# slice_root. The node's fixed configuration path (/etc/fgpu/node.conf) is bind-mounted in a
-# private mount namespace, so the attackers cannot escape it by unsetting an override; the rest of
-# the machine is not managed.
-case_self_made_slice_on_managed_node() {
+# What a managed-node case needs: the probe, the simulated driver and the interposer, unshare for
+# the private bind mount of /etc/fgpu, a machine that is not managed already, and
+# $SCRATCH/etc-fgpu for the case's node.conf. Sets HOOK.
+prepare_managed_node() {
   require_probe_and_driver
   HOOK="$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so"
   [ -f "$HOOK" ] || skip "$HOOK is not built"
@@ -486,6 +485,14 @@ case_self_made_slice_on_managed_node() {
   [ -d /etc/fgpu ] || { mkdir /etc/fgpu && MADE_ETC=1; } || skip "cannot make /etc/fgpu for the bind mount"
   [ ! -e /etc/fgpu/node.conf ] || skip "this machine is a managed node already"
   mkdir -p "$SCRATCH/etc-fgpu"
+}
+
+# A managed node (docs/hook.md "Managed nodes"): the interposer takes only root's slices under
+# slice_root. The node's fixed configuration path (/etc/fgpu/node.conf) is bind-mounted in a
+# private mount namespace, so the attackers cannot escape it by unsetting an override; the rest of
+# the machine is not managed.
+case_self_made_slice_on_managed_node() {
+  prepare_managed_node
   printf 'slice_root = %s\ncompute_dir = %s\n' "$STATE/slices" "$SCRATCH/boards" >"$SCRATCH/etc-fgpu/node.conf"
   FGPU_NODE_CONFIG="$SCRATCH/etc-fgpu/node.conf" start_agent
   chmod 0666 "/dev/shm$SEGMENT"
@@ -567,13 +574,7 @@ time.sleep(4)' "$STATE/agent.sock" "$PORT" "$SCRATCH/attacker/ready" &
 # only (docs/compute.md "The board on a managed node"). Sets up /etc/fgpu as
 # case_self_made_slice_on_managed_node does, starts the agent and defines `managed`.
 start_sealed_node() {
-  require_probe_and_driver
-  HOOK="$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so"
-  [ -f "$HOOK" ] || skip "$HOOK is not built"
-  command -v unshare >/dev/null 2>&1 || skip "unshare (util-linux) is not installed"
-  [ -d /etc/fgpu ] || { mkdir /etc/fgpu && MADE_ETC=1; } || skip "cannot make /etc/fgpu for the bind mount"
-  [ ! -e /etc/fgpu/node.conf ] || skip "this machine is a managed node already"
-  mkdir -p "$SCRATCH/etc-fgpu"
+  prepare_managed_node
   printf 'slice_root = %s\ncompute_dir = %s\nboard_socket = %s\n' "$STATE/slices" "$SCRATCH/boards" \
     "$STATE/boards.sock" >"$SCRATCH/etc-fgpu/node.conf"
   FGPU_NODE_CONFIG="$SCRATCH/etc-fgpu/node.conf" start_agent
