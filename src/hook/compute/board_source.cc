@@ -8,9 +8,11 @@
 
 namespace fgpu::hook {
 
-Result<compute::Board*> OpenComputeBoard(const Options& options, const char* uuid) {
+Result<compute::Board*> OpenComputeBoard(const Options& options, const char* uuid, compute::Policy* policy) {
   Result<slice::NodePolicy> node = slice::LoadNodePolicy(options.node_config_set ? options.node_config : nullptr);
   if (!node.ok()) return Status::Unavailable("cannot read the node configuration: " + node.status().message());
+  // An unmanaged node has no administrator to choose strict priority: never strict there.
+  policy->strict_priority = node->managed && slice::StrictPriorityFor(node->config, uuid);
   if (!node->managed || node->config.board_socket.empty()) return compute::Board::Open(options.compute_dir, uuid);
   Result<compute::SealedPair> received = compute::RequestBoard(node->config.board_socket, uuid);
   if (!received.ok()) return received.status();
@@ -19,13 +21,6 @@ Result<compute::Board*> OpenComputeBoard(const Options& options, const char* uui
       compute::Board::Map(received->board, received->policy, uuid, compute::MapOptions{.writable_policy = false, .owner = 0});
   compute::ClosePair(&*received);  // the mappings stay; nothing else needs the descriptors
   return board;
-}
-
-compute::Policy GatePolicy(const Options& options, const char* uuid) {
-  compute::Policy policy;
-  Result<slice::NodePolicy> node = slice::LoadNodePolicy(options.node_config_set ? options.node_config : nullptr);
-  policy.strict_priority = node.ok() && node->managed && slice::StrictPriorityFor(node->config, uuid);
-  return policy;
 }
 
 }  // namespace fgpu::hook

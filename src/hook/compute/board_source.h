@@ -2,7 +2,7 @@
 // node").
 //
 // Contract
-// - OpenComputeBoard(options, uuid) runs at a gate's first resolution (init-like: may allocate
+// - OpenComputeBoard(options, uuid, policy) runs at a gate's first resolution (init-like: may allocate
 //   and make syscalls; never on a launch's hot path). It reads the node configuration as init did
 //   (FGPU_NODE_CONFIG from `options`, else the fixed path):
 //   - a managed node whose configuration names board_socket: the node agent's sealed board and
@@ -12,9 +12,9 @@
 //   - any other node: the board file in options.compute_dir (Board::Open), as before.
 //   Errors carry the reason for the caller's one `fgpu: ...` line (no answer, refused, a
 //   descriptor that fails a check, a configuration that cannot be read).
-// - GatePolicy(options, uuid), at the same time: the arbitration policy for that GPU — the
-//   defaults, with strict priority where a managed node's configuration names the GPU (or all)
-//   in strict_priority. An unmanaged node has no administrator to choose it: never strict.
+// - From the same reading of the node configuration it sets *policy's strict_priority: true where
+//   a managed node's configuration names the GPU (or all) in strict_priority; never on an
+//   unmanaged node, which has no administrator to choose it. The rest of *policy is untouched.
 
 #include "compute/board.h"
 #include "compute/policy.h"
@@ -23,7 +23,6 @@
 
 namespace fgpu::hook {
 
-Result<compute::Board*> OpenComputeBoard(const Options& options, const char* uuid);
-compute::Policy GatePolicy(const Options& options, const char* uuid);
+Result<compute::Board*> OpenComputeBoard(const Options& options, const char* uuid, compute::Policy* policy);
 
 }  // namespace fgpu::hook

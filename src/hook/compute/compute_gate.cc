@@ -219,7 +219,8 @@ const char* BaseName(const char* path) {
     gate->state.store(GpuGate::kUngated, std::memory_order_release);
     return nullptr;
   }
-  Result<compute::Board*> board = OpenComputeBoard(hook.options, facts.uuid);
+  compute::Policy policy;
+  Result<compute::Board*> board = OpenComputeBoard(hook.options, facts.uuid, &policy);
   const int64_t now = compute::MonotonicNs();
   const std::string identity = SliceIdentity(hook.options.slice_dir);
   const int row = board.ok() ? (*board)->Join(compute::SliceKey(identity), BaseName(identity.c_str()), now) : -1;
@@ -227,7 +228,7 @@ const char* BaseName(const char* path) {
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  if (row >= 0) gate->limiter = new compute::Limiter(*board, row, GatePolicy(hook.options, facts.uuid));
+  if (row >= 0) gate->limiter = new compute::Limiter(*board, row, policy);
   for (uint64_t i = 0; i < kRingSlots; ++i) gate->slots[i].sequence.store(i, std::memory_order_relaxed);
   const bool started = row >= 0 && pthread_create(&thread, &attributes, CompletionThread, gate) == 0;
   pthread_attr_destroy(&attributes);
