@@ -236,16 +236,23 @@ TEST_F(ComputeShares, LatencyTierGoesFirstBesideABatchSlice) {
   // 3.2–3.4 ms (measured with both slices in the standard tier). The bar, one batch kernel and
   // 0.7 ms over the p99 alone, sits between the two; the tier's timed figures are
   // fgpu_compute_latency_bench's.
+  // Each p99 is the best of three runs, alone and beside alike: host noise on a small machine only
+  // adds latency (a CI run once measured 2.8 ms beside and 1.4 ms alone in single runs).
   const std::vector<std::string> requests = {"--duty", "25", "--seconds", "2", "--kernel-us", "1000"};
-  const ProbeResult alone = Start({"--compute", "50", "--tier", "latency"}, requests)->Wait();
-  ASSERT_EQ(alone.exit_code, 0) << alone.stderr_text;
-  auto batch = Start({"--compute", "50", "--tier", "batch"}, With(Saturating("500", "2"), {"--depth", "16"}));
-  const ProbeResult beside = Start({"--compute", "50", "--tier", "latency"}, requests)->Wait();
-  const ProbeResult batch_run = batch->Wait();
-  ASSERT_EQ(beside.exit_code, 0) << beside.stderr_text;
-  ASSERT_EQ(batch_run.exit_code, 0) << batch_run.stderr_text;
-  EXPECT_GT(Duty(batch_run), 50 - 3) << "the batch slice keeps its share";
-  EXPECT_LE(P99(beside), P99(alone) + 500 + 700) << "alone " << P99(alone) << " us";
+  double alone = 1e18, beside = 1e18;
+  for (int round = 0; round < 3; ++round) {
+    const ProbeResult alone_run = Start({"--compute", "50", "--tier", "latency"}, requests)->Wait();
+    ASSERT_EQ(alone_run.exit_code, 0) << alone_run.stderr_text;
+    alone = std::min(alone, P99(alone_run));
+    auto batch = Start({"--compute", "50", "--tier", "batch"}, With(Saturating("500", "2"), {"--depth", "16"}));
+    const ProbeResult beside_run = Start({"--compute", "50", "--tier", "latency"}, requests)->Wait();
+    const ProbeResult batch_run = batch->Wait();
+    ASSERT_EQ(beside_run.exit_code, 0) << beside_run.stderr_text;
+    ASSERT_EQ(batch_run.exit_code, 0) << batch_run.stderr_text;
+    EXPECT_GT(Duty(batch_run), 50 - 3) << "the batch slice keeps its share";
+    beside = std::min(beside, P99(beside_run));
+  }
+  EXPECT_LE(beside, alone + 500 + 700) << "alone " << alone << " us";
 }
 
 // The three slices of issue 14: a latency slice (share 20, 30 % duty), a standard cap slice
