@@ -1,0 +1,61 @@
+// AgentClient: the agent's API (docs/agent.md "API") as typed calls over net::HttpCall, one
+// request per call. Every refusal comes back as a Status carrying the agent's {"error": ...}
+// text: 400 InvalidArgument, 403 PermissionDenied, 404 NotFound, 409 ResourceExhausted, 503
+// Unavailable (so is an agent that does not answer), any other 5xx Internal, any other 4xx
+// InvalidArgument. A success whose body does not parse is Internal (an agent of another version).
+// Thread-compatible; holds no connection between calls.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "core/status.h"
+#include "net/http_client.h"
+#include "net/http_message.h"
+
+namespace fgpu::api {
+
+// One HTTP exchange: the real one is net::HttpCall; tests and launchers may pass their own.
+using Transport = std::function<Result<net::HttpResponse>(const std::string& method, const std::string& target,
+                                                          const std::string& body)>;
+
+// GET /v1/slices' query.
+struct SliceQuery {
+  bool usage = false;           // ?usage=1: what each slice uses now
+  std::string idempotency_key;  // only the slice made for this key (its owner's and admins' view)
+};
+
+// The Status an answer of the agent means (Ok for 2xx), with its {"error"} text.
+Status StatusOfReply(const net::HttpResponse& response);
+// POST /v1/slices' or GET /v1/queue/{ticket}'s answer: a slice (201, or 200 with a slice: an
+// idempotent retry), or a ticket (202, or 200 with a ticket: still queued).
+Result<CreateReply> ReadCreateReply(const net::HttpResponse& response);
+
+class AgentClient {
+ public:
+  AgentClient(net::Endpoint endpoint, int timeout_ms);
+  explicit AgentClient(Transport transport);
+
+  Result<CreateReply> CreateSlice(const SliceRequest& request) const;
+  Result<Slice> GetSlice(const std::string& id) const;
+  Result<std::vector<Slice>> ListSlices(const SliceQuery& query = {}) const;
+  Result<Slice> ResizeSlice(const std::string& id, const SliceResize& resize) const;
+  // NotFound when there is no such slice (already gone).
+  Status DeleteSlice(const std::string& id) const;
+  // The calling process joins the slice (the Unix socket: the kernel names it).
+  Result<JoinReply> JoinSlice(const std::string& id) const;
+  Result<std::vector<Gpu>> ListGpus() const;
+  Result<api::Health> Health() const;
+  // Still queued (a ticket) or placed (the slice; the ticket is then spent).
+  Result<CreateReply> PollTicket(const std::string& ticket) const;
+  Status CancelTicket(const std::string& ticket) const;
+
+ private:
+  Result<net::HttpResponse> Call(const std::string& method, const std::string& target, const std::string& body) const;
+
+  Transport transport_;
+};
+
+}  // namespace fgpu::api
