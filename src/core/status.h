@@ -24,6 +24,7 @@ enum class StatusCode : unsigned char {
   kUnavailable,      // a dependency (file, segment, driver) cannot be reached
   kInternal,
   kPermissionDenied,  // the caller may not do this (who asks, not what is asked)
+  kAborted,           // lost a race (a conflicting write, an object changed since it was read): re-read, retry
 };
 
 class [[nodiscard]] Status {
@@ -38,6 +39,9 @@ class [[nodiscard]] Status {
   static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
   static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
   static Status PermissionDenied(std::string msg) { return {StatusCode::kPermissionDenied, std::move(msg)}; }
+  static Status Aborted(std::string msg) { return {StatusCode::kAborted, std::move(msg)}; }
+  // The same kind of error with another message (context added on the way up).
+  static Status WithCode(StatusCode code, std::string msg) { return {code, std::move(msg)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

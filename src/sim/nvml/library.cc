@@ -47,6 +47,7 @@ nvmlReturn_t InitFailureCode(const Status& status) {
     case StatusCode::kOk:
     case StatusCode::kCorrupt:
     case StatusCode::kInternal:
+    case StatusCode::kAborted:
       break;
   }
   return NVML_ERROR_UNKNOWN;
