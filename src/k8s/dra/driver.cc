@@ -1,0 +1,251 @@
+#include "k8s/dra/driver.h"
+
+#include <unistd.h>
+
+#include <set>
+
+#include "k8s/dra/cdi_spec.h"
+
+namespace fgpu::k8s {
+namespace {
+
+using nlohmann::json;
+
+bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// The uid the pod's containers run as, when the pod says so (pod level, else the first
+// container that sets it).
+std::optional<int64_t> RunAsUserOf(const json& pod) {
+  const auto uid_of = [](const json& context) -> std::optional<int64_t> {
+    if (!context.is_object()) return std::nullopt;
+    const auto found = context.find("runAsUser");
+    if (found == context.end() || !found->is_number_integer() || found->get<int64_t>() < 0) return std::nullopt;
+    return found->get<int64_t>();
+  };
+  const json spec = pod.value("spec", json::object());
+  if (auto uid = uid_of(spec.value("securityContext", json::object()))) return uid;
+  for (const json& container : spec.value("containers", json::array())) {
+    if (auto uid = uid_of(container.value("securityContext", json::object()))) return uid;
+  }
+  return std::nullopt;
+}
+
+// Keys are "k8s/<claim uid>/<device>/<share or request>".
+std::string ClaimUidOfKey(const std::string& key) {
+  const std::string prefix = "k8s/";
+  if (key.rfind(prefix, 0) != 0) return {};
+  const std::size_t end = key.find('/', prefix.size());
+  return end == std::string::npos ? std::string() : key.substr(prefix.size(), end - prefix.size());
+}
+
+}  // namespace
+
+DraDriver::DraDriver(DraOptions options, SliceAgent* agent, ClusterReader* cluster)
+    : options_(std::move(options)), agent_(agent), cluster_(cluster) {}
+
+std::string DraDriver::KeyPrefixOf(const std::string& claim_uid) { return "k8s/" + claim_uid + "/"; }
+
+std::shared_ptr<std::mutex> DraDriver::ClaimLock(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  for (auto it = claim_locks_.begin(); it != claim_locks_.end();) {
+    it = it->second.expired() ? claim_locks_.erase(it) : std::next(it);
+  }
+  std::shared_ptr<std::mutex> held = claim_locks_[uid].lock();
+  if (!held) {
+    held = std::make_shared<std::mutex>();
+    claim_locks_[uid] = held;
+  }
+  return held;
+}
+
+PrepareOutcome DraDriver::Prepare(const ClaimRef& claim) {
+  const std::shared_ptr<std::mutex> claim_lock = ClaimLock(claim.uid);
+  std::lock_guard serialized(*claim_lock);
+  Result<std::vector<PreparedDevice>> devices = PrepareLocked(claim);
+  std::lock_guard lock(mutex_);
+  ++counters_.prepares;
+  if (!devices.ok()) {
+    ++counters_.prepare_errors;
+    return {{}, devices.status().message()};
+  }
+  return {std::move(*devices), {}};
+}
+
+Result<std::string> DraDriver::GpuOfDevice(const std::string& device) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = devices_.find(device); found != devices_.end()) return found->second.uuid;
+  }
+  // A device we have not seen: the GPUs may have changed since; ask the agent once.
+  Result<std::vector<PublishedGpu>> gpus = agent_->Gpus();
+  if (!gpus.ok()) return gpus.status();
+  std::lock_guard lock(mutex_);
+  devices_.clear();
+  for (const PublishedGpu& gpu : *gpus) devices_[DeviceNameOf(gpu.uuid)] = gpu;
+  if (auto found = devices_.find(device); found != devices_.end()) return found->second.uuid;
+  return Status::NotFound("device " + device + " is not a GPU of this node's agent");
+}
+
+int64_t DraDriver::OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters) {
+  if (parameters.owner_uid) return *parameters.owner_uid;
+  for (const PodRef& pod : claim.reserved_for) {
+    Result<json> object = cluster_->GetPod(claim.ref.namespace_name, pod.name);
+    if (!object.ok()) continue;
+    if (std::optional<int64_t> uid = RunAsUserOf(*object)) return *uid;
+  }
+  return options_.default_owner_uid;
+}
+
+CdiDevice DraDriver::CdiDeviceOf(const std::string& name, const GrantedSlice& slice, const std::string& gpu_uuid) const {
+  CdiDevice device;
+  device.name = name;
+  device.env = slice.env;
+  device.mounts.push_back({slice.dir, /*read_only=*/true});
+  // The ledger is the one file the workload writes: charged by the interposer in every process.
+  device.mounts.push_back({slice.dir + "/ledger", /*read_only=*/false});
+  for (const auto& [variable, value] : slice.env) {
+    if (variable == "LD_PRELOAD" && !value.empty() && value.find(':') == std::string::npos && Exists(value)) {
+      device.mounts.push_back({value, true});
+    }
+  }
+  for (const std::string& path : options_.read_only_files) {
+    if (Exists(path)) device.mounts.push_back({path, true});
+  }
+  std::lock_guard lock(mutex_);
+  if (auto gpu = std::find_if(devices_.begin(), devices_.end(), [&](const auto& entry) { return entry.second.uuid == gpu_uuid; });
+      gpu != devices_.end()) {
+    const std::string node = "/dev/nvidia" + std::to_string(gpu->second.index);
+    if (Exists(node)) device.device_nodes.push_back(node);
+  }
+  for (const std::string& path : options_.control_device_nodes) {
+    if (Exists(path)) device.device_nodes.push_back(path);
+  }
+  return device;
+}
+
+Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref) {
+  Result<json> object = cluster_->GetClaim(ref.namespace_name, ref.name);
+  if (!object.ok()) {
+    return Status::WithCode(object.status().code(), "cannot read ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " +
+                                              object.status().message());
+  }
+  Result<ClaimAllocation> claim = ParseClaimAllocation(*object, ref, options_.driver, options_.node);
+  if (!claim.ok()) return claim.status();
+
+  // Every device must be one of ours before any slice is made, so a bad claim changes nothing.
+  std::vector<std::string> gpus;
+  for (const AllocatedDevice& device : claim->devices) {
+    Result<std::string> gpu = GpuOfDevice(device.device);
+    if (!gpu.ok()) return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " +
+                                                  gpu.status().message());
+    gpus.push_back(*gpu);
+  }
+
+  std::vector<PreparedDevice> prepared;
+  std::vector<CdiDevice> cdi_devices;
+  for (std::size_t i = 0; i < claim->devices.size(); ++i) {
+    const AllocatedDevice& device = claim->devices[i];
+    SliceOrder order;
+    order.key = KeyPrefixOf(ref.uid) + device.device + "/" + (device.share_id.empty() ? device.request : device.share_id);
+    order.gpu_uuid = gpus[i];
+    order.memory_bytes = device.memory_bytes;
+    order.compute_percent = device.compute_percent;
+    order.tier = device.parameters.tier;
+    order.compute_mode = device.parameters.compute_mode;
+    order.tenant = device.parameters.tenant.value_or(ref.namespace_name);
+    order.owner_uid = OwnerOf(*claim, device.parameters);
+    order.namespace_name = ref.namespace_name;
+    order.pod = claim->reserved_for.empty() ? std::string() : claim->reserved_for.front().name;
+    order.claim = ref.name;
+    // Slices made before a failure stay: the kubelet retries with the same claim and gets them
+    // back by their keys, and Reconcile releases them if the claim goes away instead.
+    Result<GrantedSlice> slice = agent_->Create(order);
+    if (!slice.ok()) {
+      return Status::WithCode(slice.status().code(), "ResourceClaim " + ref.namespace_name + "/" + ref.name + ": device " +
+                                               device.device + ": " + slice.status().message());
+    }
+    const std::string cdi_name = ref.uid + "-" + device.device + (device.share_id.empty() ? "" : "-" + device.share_id);
+    cdi_devices.push_back(CdiDeviceOf(cdi_name, *slice, gpus[i]));
+    prepared.push_back({device.request, device.pool, device.device, CdiIdOf(cdi_name), slice->id});
+  }
+  if (Status written = WriteCdiSpec(CdiSpecPath(options_.cdi_dir, ref.uid), BuildCdiSpec(cdi_devices)); !written.ok()) {
+    return written;
+  }
+  return prepared;
+}
+
+Status DraDriver::ReleaseClaim(const std::string& uid) {
+  Result<std::vector<GrantedSlice>> slices = agent_->List(KeyPrefixOf(uid));
+  if (!slices.ok()) return slices.status();
+  for (const GrantedSlice& slice : *slices) {
+    if (Status deleted = agent_->Delete(slice.id); !deleted.ok()) return deleted;
+  }
+  return RemoveCdiSpec(CdiSpecPath(options_.cdi_dir, uid));
+}
+
+Status DraDriver::Unprepare(const ClaimRef& claim) {
+  const std::shared_ptr<std::mutex> claim_lock = ClaimLock(claim.uid);
+  std::lock_guard serialized(*claim_lock);
+  const Status released = ReleaseClaim(claim.uid);
+  std::lock_guard lock(mutex_);
+  ++counters_.unprepares;
+  if (!released.ok()) ++counters_.unprepare_errors;
+  return released;
+}
+
+ReconcileReport DraDriver::Reconcile() {
+  ReconcileReport report;
+  // Slices first, then claims: a slice made after the first list belongs to a claim the second
+  // list sees, so no live claim's slice is taken for a leak.
+  Result<std::vector<GrantedSlice>> slices = agent_->List("k8s/");
+  if (!slices.ok()) {
+    report.errors.push_back("cannot list the agent's slices: " + slices.status().message());
+    return report;
+  }
+  Result<std::vector<json>> claims = cluster_->ListClaims();
+  if (!claims.ok()) {
+    report.errors.push_back("cannot list ResourceClaims: " + claims.status().message());
+    return report;
+  }
+  std::set<std::string> allocated_here;
+  for (const json& claim : *claims) {
+    const json metadata = claim.value("metadata", json::object());
+    const ClaimRef ref{metadata.value("namespace", ""), metadata.value("name", ""), metadata.value("uid", "")};
+    if (ParseClaimAllocation(claim, ref, options_.driver, options_.node).ok()) allocated_here.insert(ref.uid);
+  }
+  std::set<std::string> with_slices;
+  for (const GrantedSlice& slice : *slices) {
+    const std::string uid = ClaimUidOfKey(slice.key);
+    if (uid.empty()) continue;
+    with_slices.insert(uid);
+    if (allocated_here.count(uid) != 0) {
+      ++report.slices_kept;
+      continue;
+    }
+    const std::shared_ptr<std::mutex> claim_lock = ClaimLock(uid);
+    std::lock_guard serialized(*claim_lock);
+    if (Status deleted = agent_->Delete(slice.id); !deleted.ok()) {
+      report.errors.push_back("cannot release slice " + slice.id + ": " + deleted.message());
+      continue;
+    }
+    ++report.slices_released;
+    if (Status removed = RemoveCdiSpec(CdiSpecPath(options_.cdi_dir, uid)); !removed.ok()) {
+      report.errors.push_back(removed.message());
+    }
+  }
+  for (const std::string& uid : ListCdiSpecClaims(options_.cdi_dir)) {
+    if (with_slices.count(uid) == 0 && allocated_here.count(uid) == 0) {
+      if (RemoveCdiSpec(CdiSpecPath(options_.cdi_dir, uid)).ok()) ++report.specs_removed;
+    }
+  }
+  std::lock_guard lock(mutex_);
+  counters_.reconcile_released += static_cast<uint64_t>(report.slices_released);
+  return report;
+}
+
+DriverCounters DraDriver::Counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+}  // namespace fgpu::k8s

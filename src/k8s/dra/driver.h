@@ -1,0 +1,100 @@
+// DraDriver: NodePrepareResources and NodeUnprepareResources for gpu.fgpu.io, and the reconciling
+// that keeps claims and slices in step across restarts. Stateless beyond the agent and the CDI
+// directory: a slice's idempotency key ("k8s/<claim uid>/<device>/<share>") ties it to its claim,
+// so a plugin killed at any instruction, an agent restarted, or a kubelet that calls again finds
+// the same slices, and a slice whose claim is gone is found and released.
+// docs/kubernetes.md "How a claim becomes a slice".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "k8s/dra/cdi_spec.h"
+#include "k8s/dra/claim.h"
+#include "k8s/dra/ports.h"
+
+namespace fgpu::k8s {
+
+struct DraOptions {
+  std::string driver = kDriverName;
+  std::string node;  // the node's name: also its pool's
+  std::string cdi_dir = "/var/run/cdi";
+  // Files the workload reads, mounted read-only at the same path (the node configuration the
+  // interposer trusts, the agent's board socket); missing ones are left out.
+  std::vector<std::string> read_only_files;
+  // The uid a slice's ledger is given when neither the claim's parameters nor the pod name one.
+  int64_t default_owner_uid = 0;
+  // Device nodes for a GPU: "/dev/nvidia<index>" and these; only those that exist are listed.
+  std::vector<std::string> control_device_nodes = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"};
+};
+
+struct PreparedDevice {
+  std::string request;
+  std::string pool;
+  std::string device;
+  std::string cdi_id;
+  std::string slice_id;
+  bool operator==(const PreparedDevice&) const = default;
+};
+
+struct PrepareOutcome {
+  std::vector<PreparedDevice> devices;
+  std::string error;  // non-empty: preparation failed (the kubelet retries)
+};
+
+struct ReconcileReport {
+  int slices_kept = 0;
+  int slices_released = 0;  // their claim is gone or no longer allocated here
+  int specs_removed = 0;    // CDI specs without a slice
+  std::vector<std::string> errors;
+};
+
+// Counters the plugin exports (docs/kubernetes.md "Metrics").
+struct DriverCounters {
+  uint64_t prepares = 0;
+  uint64_t prepare_errors = 0;
+  uint64_t unprepares = 0;
+  uint64_t unprepare_errors = 0;
+  uint64_t reconcile_released = 0;
+};
+
+class DraDriver {
+ public:
+  DraDriver(DraOptions options, SliceAgent* agent, ClusterReader* cluster);
+
+  PrepareOutcome Prepare(const ClaimRef& claim);
+  // Releases the claim's slices and its CDI spec; a claim never prepared is not an error.
+  Status Unprepare(const ClaimRef& claim);
+  // Releases the slices and specs of claims that no longer exist or are no longer allocated to
+  // this node; keeps the rest. Run at start and periodically.
+  ReconcileReport Reconcile();
+
+  DriverCounters Counters() const;
+  // The idempotency key prefix of a claim's slices.
+  static std::string KeyPrefixOf(const std::string& claim_uid);
+
+ private:
+  Result<std::vector<PreparedDevice>> PrepareLocked(const ClaimRef& claim);
+  Result<std::string> GpuOfDevice(const std::string& device);
+  int64_t OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters);
+  CdiDevice CdiDeviceOf(const std::string& name, const GrantedSlice& slice, const std::string& gpu_uuid) const;
+  std::shared_ptr<std::mutex> ClaimLock(const std::string& uid);
+  Status ReleaseClaim(const std::string& uid);
+
+  const DraOptions options_;
+  SliceAgent* const agent_;
+  ClusterReader* const cluster_;
+
+  mutable std::mutex mutex_;  // guards what follows
+  std::map<std::string, std::weak_ptr<std::mutex>> claim_locks_;
+  std::map<std::string, PublishedGpu> devices_;  // device name → GPU, from the agent's last answer
+  DriverCounters counters_;
+};
+
+}  // namespace fgpu::k8s

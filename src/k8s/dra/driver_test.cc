@@ -1,0 +1,233 @@
+#include "k8s/dra/driver.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "k8s/dra/cdi_spec.h"
+#include "k8s/dra/test_claims.h"
+
+namespace fgpu::k8s {
+namespace {
+
+using nlohmann::json;
+using testing::AllocatedClaim;
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+// The agent: slices by idempotency key, a GPU's memory as its room.
+class FakeAgent : public SliceAgent {
+ public:
+  Result<GrantedSlice> Create(const SliceOrder& order) override {
+    orders.push_back(order);
+    if (down) return Status::Unavailable("agent down");
+    for (const auto& [id, slice] : slices) {
+      if (slice.key == order.key) return slice;
+    }
+    uint64_t used = 0;
+    for (const auto& [id, memory] : memory_of) used += memory;
+    if (used + order.memory_bytes > room) return Status::ResourceExhausted("GPU-aaaa has 4 GiB free");
+    GrantedSlice slice{"s" + std::to_string(++next), order.key, order.gpu_uuid, "/run/fgpu/slices/s" + std::to_string(next),
+                       {{"FGPU_SLICE", "/run/fgpu/slices/s" + std::to_string(next)}, {"CUDA_VISIBLE_DEVICES", order.gpu_uuid}}};
+    slices[slice.id] = slice;
+    memory_of[slice.id] = order.memory_bytes;
+    return slice;
+  }
+  Result<std::vector<GrantedSlice>> List(const std::string& prefix) override {
+    if (down) return Status::Unavailable("agent down");
+    std::vector<GrantedSlice> out;
+    for (const auto& [id, slice] : slices) {
+      if (slice.key.rfind(prefix, 0) == 0) out.push_back(slice);
+    }
+    return out;
+  }
+  Status Delete(const std::string& id) override {
+    if (down) return Status::Unavailable("agent down");
+    slices.erase(id);
+    memory_of.erase(id);
+    return Status::Ok();
+  }
+  Result<std::vector<PublishedGpu>> Gpus() override {
+    PublishedGpu gpu;
+    gpu.uuid = "GPU-aaaa";
+    gpu.memory_bytes = 80 * kGiB;
+    return std::vector<PublishedGpu>{gpu};
+  }
+
+  bool down = false;
+  uint64_t room = 80 * kGiB;
+  int next = 0;
+  std::map<std::string, GrantedSlice> slices;
+  std::map<std::string, uint64_t> memory_of;
+  std::vector<SliceOrder> orders;
+};
+
+class FakeCluster : public ClusterReader {
+ public:
+  Result<json> GetClaim(const std::string& ns, const std::string& name) override {
+    auto found = claims.find(ns + "/" + name);
+    if (found == claims.end()) return Status::NotFound("resourceclaims \"" + name + "\" not found");
+    return found->second;
+  }
+  Result<json> GetPod(const std::string& ns, const std::string& name) override {
+    auto found = pods.find(ns + "/" + name);
+    if (found == pods.end()) return Status::NotFound("not found");
+    return found->second;
+  }
+  Result<std::vector<json>> ListClaims() override {
+    std::vector<json> out;
+    for (const auto& [key, claim] : claims) out.push_back(claim);
+    return out;
+  }
+  void Add(const json& claim) {
+    claims[claim["metadata"]["namespace"].get<std::string>() + "/" + claim["metadata"]["name"].get<std::string>()] = claim;
+  }
+  std::map<std::string, json> claims;
+  std::map<std::string, json> pods;
+};
+
+class DraDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cdi_ = std::filesystem::temp_directory_path() / ("fgpu-dra-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(cdi_);
+    options_.node = "node-a";
+    options_.cdi_dir = cdi_.string();
+    driver_ = std::make_unique<DraDriver>(options_, &agent_, &cluster_);
+  }
+  void TearDown() override { std::filesystem::remove_all(cdi_); }
+
+  ClaimRef Add(const std::string& name, const std::string& uid, const std::string& memory = "20Gi",
+               const std::string& compute = "30", const std::string& device = "gpu-aaaa") {
+    cluster_.Add(AllocatedClaim("team-a", name, uid, "node-a", device, memory, compute));
+    return {"team-a", name, uid};
+  }
+
+  std::filesystem::path cdi_;
+  DraOptions options_;
+  FakeAgent agent_;
+  FakeCluster cluster_;
+  std::unique_ptr<DraDriver> driver_;
+};
+
+TEST_F(DraDriverTest, PrepareMakesASliceOfTheConsumedCapacityAndItsCdiSpec) {
+  const ClaimRef claim = Add("train", "uid-1");
+  PrepareOutcome outcome = driver_->Prepare(claim);
+  ASSERT_EQ(outcome.error, "");
+  ASSERT_EQ(outcome.devices.size(), 1u);
+  EXPECT_EQ(outcome.devices[0].device, "gpu-aaaa");
+  EXPECT_EQ(outcome.devices[0].pool, "node-a");
+  EXPECT_EQ(outcome.devices[0].request, "gpu");
+  EXPECT_EQ(outcome.devices[0].cdi_id, "gpu.fgpu.io/slice=uid-1-gpu-aaaa-a1b2c");
+  ASSERT_EQ(agent_.orders.size(), 1u);
+  const SliceOrder& order = agent_.orders[0];
+  EXPECT_EQ(order.memory_bytes, 20 * kGiB);
+  EXPECT_EQ(order.compute_percent, 30u);
+  EXPECT_EQ(order.gpu_uuid, "GPU-aaaa");
+  EXPECT_EQ(order.key, "k8s/uid-1/gpu-aaaa/a1b2c");
+  EXPECT_EQ(order.tenant, "team-a");
+  EXPECT_EQ(order.namespace_name, "team-a");
+  EXPECT_EQ(order.claim, "train");
+  EXPECT_EQ(order.pod, "train-pod");
+  EXPECT_EQ(order.owner_uid, 0);
+  EXPECT_TRUE(std::filesystem::exists(CdiSpecPath(cdi_.string(), "uid-1")));
+}
+
+TEST_F(DraDriverTest, PrepareIsIdempotentAcrossKubeletRetries) {
+  const ClaimRef claim = Add("train", "uid-1");
+  const PrepareOutcome first = driver_->Prepare(claim);
+  const PrepareOutcome second = driver_->Prepare(claim);
+  ASSERT_EQ(second.error, "");
+  EXPECT_EQ(first.devices, second.devices);
+  EXPECT_EQ(agent_.slices.size(), 1u);
+}
+
+TEST_F(DraDriverTest, ThePodsRunAsUserOwnsTheLedger) {
+  const ClaimRef claim = Add("train", "uid-1");
+  cluster_.pods["team-a/train-pod"] = json{{"spec", {{"securityContext", {{"runAsUser", 1000}}}}}};
+  ASSERT_EQ(driver_->Prepare(claim).error, "");
+  EXPECT_EQ(agent_.orders.back().owner_uid, 1000);
+}
+
+TEST_F(DraDriverTest, AnOvercommittedClaimFailsWithTheAgentsReasonAndLeavesNoSpec) {
+  agent_.room = 30 * kGiB;
+  ASSERT_EQ(driver_->Prepare(Add("one", "uid-1")).error, "");
+  const PrepareOutcome outcome = driver_->Prepare(Add("two", "uid-2"));
+  EXPECT_NE(outcome.error.find("has 4 GiB free"), std::string::npos) << outcome.error;
+  EXPECT_NE(outcome.error.find("team-a/two"), std::string::npos) << outcome.error;
+  EXPECT_TRUE(outcome.devices.empty());
+  EXPECT_FALSE(std::filesystem::exists(CdiSpecPath(cdi_.string(), "uid-2")));
+  EXPECT_EQ(driver_->Counters().prepare_errors, 1u);
+}
+
+TEST_F(DraDriverTest, BadClaimsChangeNothing) {
+  // An unknown device, another driver's claim, a claim that is not there, another uid.
+  const ClaimRef unknown = Add("unknown", "uid-1", "20Gi", "30", "gpu-ffff");
+  EXPECT_NE(driver_->Prepare(unknown).error.find("not a GPU of this node"), std::string::npos);
+  json other = AllocatedClaim("team-a", "other", "uid-2", "node-a", "gpu-0", "1", "1");
+  other["status"]["allocation"]["devices"]["results"][0]["driver"] = "gpu.nvidia.com";
+  cluster_.Add(other);
+  EXPECT_NE(driver_->Prepare({"team-a", "other", "uid-2"}).error.find("no device of driver"), std::string::npos);
+  EXPECT_NE(driver_->Prepare({"team-a", "gone", "uid-3"}).error.find("not found"), std::string::npos);
+  Add("train", "uid-4");
+  EXPECT_NE(driver_->Prepare({"team-a", "train", "uid-5"}).error.find("re-created"), std::string::npos);
+  EXPECT_TRUE(agent_.orders.empty());
+  EXPECT_TRUE(ListCdiSpecClaims(cdi_.string()).empty());
+}
+
+TEST_F(DraDriverTest, UnprepareReleasesTheSliceAndSpecAndIsIdempotent) {
+  const ClaimRef claim = Add("train", "uid-1");
+  ASSERT_EQ(driver_->Prepare(claim).error, "");
+  EXPECT_TRUE(driver_->Unprepare(claim).ok());
+  EXPECT_TRUE(agent_.slices.empty());
+  EXPECT_FALSE(std::filesystem::exists(CdiSpecPath(cdi_.string(), "uid-1")));
+  EXPECT_TRUE(driver_->Unprepare(claim).ok());
+  EXPECT_TRUE(driver_->Unprepare({"team-a", "never", "uid-9"}).ok());
+}
+
+TEST_F(DraDriverTest, AnAgentThatIsDownFailsPrepareAndUnprepareForTheKubeletToRetry) {
+  const ClaimRef claim = Add("train", "uid-1");
+  ASSERT_EQ(driver_->Prepare(claim).error, "");
+  agent_.down = true;
+  EXPECT_NE(driver_->Prepare(Add("two", "uid-2")).error.find("agent down"), std::string::npos);
+  EXPECT_FALSE(driver_->Unprepare(claim).ok());
+  agent_.down = false;
+  EXPECT_TRUE(driver_->Unprepare(claim).ok());
+  EXPECT_TRUE(agent_.slices.empty());
+}
+
+TEST_F(DraDriverTest, ReconcileReleasesSlicesOfClaimsThatAreGoneAndKeepsTheRest) {
+  const ClaimRef kept = Add("kept", "uid-1");
+  const ClaimRef gone = Add("gone", "uid-2");
+  const ClaimRef moved = Add("moved", "uid-3");
+  for (const ClaimRef& claim : {kept, gone, moved}) ASSERT_EQ(driver_->Prepare(claim).error, "");
+  cluster_.claims.erase("team-a/gone");
+  cluster_.claims["team-a/moved"]["status"].erase("allocation");  // deallocated
+  // A slice of someone else (no k8s key) and a stray spec with no slice.
+  agent_.slices["s99"] = GrantedSlice{"s99", "", "GPU-aaaa", "/x", {}};
+  ASSERT_TRUE(WriteCdiSpec(CdiSpecPath(cdi_.string(), "uid-stray"), BuildCdiSpec({})).ok());
+
+  const ReconcileReport report = driver_->Reconcile();
+  EXPECT_TRUE(report.errors.empty());
+  EXPECT_EQ(report.slices_kept, 1);
+  EXPECT_EQ(report.slices_released, 2);
+  EXPECT_EQ(report.specs_removed, 1);
+  EXPECT_EQ(agent_.slices.size(), 2u);  // kept's and s99
+  EXPECT_TRUE(agent_.slices.count("s99"));
+  EXPECT_EQ(ListCdiSpecClaims(cdi_.string()), std::vector<std::string>{"uid-1"});
+  EXPECT_EQ(driver_->Reconcile().slices_released, 0);
+}
+
+TEST_F(DraDriverTest, ReconcileWithTheAgentDownChangesNothing) {
+  ASSERT_EQ(driver_->Prepare(Add("kept", "uid-1")).error, "");
+  cluster_.claims.clear();
+  agent_.down = true;
+  const ReconcileReport report = driver_->Reconcile();
+  EXPECT_EQ(report.errors.size(), 1u);
+  agent_.down = false;
+  EXPECT_EQ(agent_.slices.size(), 1u);
+}
+
+}  // namespace
+}  // namespace fgpu::k8s

@@ -1,0 +1,131 @@
+#include "k8s/dra/resource_slice.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "k8s/dra/quantity.h"
+
+namespace fgpu::k8s {
+namespace {
+
+using nlohmann::json;
+
+json StringAttribute(const std::string& value) { return json{{"string", value}}; }
+
+json DeviceOf(const PublishedGpu& gpu, const CapacityPolicy& policy) {
+  json attributes = {
+      {"uuid", StringAttribute(gpu.uuid)},
+      {"index", json{{"int", gpu.index}}},
+      {"productName", StringAttribute(gpu.product)},
+      {"migCapable", json{{"bool", gpu.mig_capable}}},
+  };
+  if (const std::string version = SemverOf(gpu.driver_version); !version.empty()) {
+    attributes["driverVersion"] = json{{"version", version}};
+  }
+  if (const std::string capability = SemverOf(gpu.compute_capability); !capability.empty()) {
+    attributes["cudaComputeCapability"] = json{{"version", capability}};
+  }
+  const uint64_t memory = PublishedMemory(gpu.memory_bytes, policy);
+  // A request that names no amount takes the whole GPU (the policy's default), as a device of a
+  // driver without shares would.
+  json capacity = {
+      {"memory",
+       {{"value", FormatQuantity(memory, true)},
+        {"requestPolicy",
+         {{"default", FormatQuantity(memory, true)},
+          {"validRange",
+           {{"min", FormatQuantity(policy.memory_min_bytes, true)},
+            {"max", FormatQuantity(memory, true)},
+            {"step", FormatQuantity(policy.memory_step_bytes, true)}}}}}}},
+      {"compute",
+       {{"value", "100"},
+        {"requestPolicy",
+         {{"default", "100"},
+          {"validRange",
+           {{"min", std::to_string(policy.compute_min_percent)}, {"max", "100"}, {"step", "1"}}}}}}},
+  };
+  return json{{"name", DeviceNameOf(gpu.uuid)},
+              {"attributes", std::move(attributes)},
+              {"capacity", std::move(capacity)},
+              {"allowMultipleAllocations", true}};
+}
+
+uint64_t Fnv1a(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+
+}  // namespace
+
+std::string DeviceNameOf(const std::string& uuid) {
+  std::string name = "gpu-";
+  std::string_view rest = uuid;
+  if (rest.rfind("GPU-", 0) == 0) rest.remove_prefix(4);
+  for (char c : rest) {
+    const auto lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    name += (std::isalnum(static_cast<unsigned char>(lower)) != 0) ? lower : '-';
+  }
+  if (name.size() > 63) name.resize(63);
+  while (!name.empty() && name.back() == '-') name.pop_back();
+  return name;
+}
+
+std::string SemverOf(const std::string& dotted) {
+  std::vector<uint64_t> parts;
+  std::size_t start = 0;
+  while (start <= dotted.size()) {
+    const std::size_t dot = std::min(dotted.find('.', start), dotted.size());
+    uint64_t number = 0;
+    const char* first = dotted.data() + start;
+    const char* last = dotted.data() + dot;
+    const auto [end, error] = std::from_chars(first, last, number);
+    if (first == last || error != std::errc() || end != last) return {};
+    parts.push_back(number);
+    start = dot + 1;
+  }
+  if (parts.size() == 2) parts.push_back(0);
+  if (parts.size() != 3) return {};
+  return std::to_string(parts[0]) + "." + std::to_string(parts[1]) + "." + std::to_string(parts[2]);
+}
+
+uint64_t PublishedMemory(uint64_t memory_bytes, const CapacityPolicy& policy) {
+  const uint64_t step = std::max<uint64_t>(policy.memory_step_bytes, 1);
+  // The range's max and default must be min + k × step.
+  if (memory_bytes < policy.memory_min_bytes) return 0;
+  return policy.memory_min_bytes + (memory_bytes - policy.memory_min_bytes) / step * step;
+}
+
+nlohmann::json BuildResourceSlice(const std::string& node, int64_t generation, const std::vector<PublishedGpu>& gpus,
+                                  const CapacityPolicy& policy) {
+  std::vector<const PublishedGpu*> published;
+  for (const PublishedGpu& gpu : gpus) {
+    if (gpu.healthy && gpu.shareable && PublishedMemory(gpu.memory_bytes, policy) > 0) published.push_back(&gpu);
+  }
+  std::sort(published.begin(), published.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  json devices = json::array();
+  for (const PublishedGpu* gpu : published) {
+    if (devices.size() == 128) break;  // ResourceSliceSpec.devices: at most 128
+    devices.push_back(DeviceOf(*gpu, policy));
+  }
+  return json{{"apiVersion", "resource.k8s.io/v1"},
+              {"kind", "ResourceSlice"},
+              {"metadata",
+               {{"name", ResourceSliceName(node)}, {"labels", {{"app.kubernetes.io/managed-by", "fgpu"}}}}},
+              {"spec",
+               {{"driver", kDriverName},
+                {"nodeName", node},
+                {"pool", {{"name", node}, {"generation", generation}, {"resourceSliceCount", 1}}},
+                {"devices", std::move(devices)}}}};
+}
+
+std::string ResourceSliceName(const std::string& node) {
+  const std::string name = node + "-" + kDriverName;
+  if (name.size() <= 253) return name;
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a(node)));
+  return node.substr(0, 253 - 1 - 16 - 1 - std::string(kDriverName).size()) + "-" + hash + "-" + kDriverName;
+}
+
+}  // namespace fgpu::k8s

@@ -1,0 +1,61 @@
+// The node's ResourceSlice: one DRA device per GPU the agent may place slices on, each with the
+// attributes a DeviceClass or a claim selects on (CEL over device.attributes["gpu.fgpu.io"]) and
+// two consumable capacities, `memory` (bytes) and `compute` (percent), that many claims share
+// (allowMultipleAllocations, KEP-5075). docs/kubernetes.md "What the node publishes".
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace fgpu::k8s {
+
+inline constexpr const char* kDriverName = "gpu.fgpu.io";
+
+// What the node knows of one GPU (from the agent's GET /v1/gpus).
+struct PublishedGpu {
+  std::string uuid;  // "GPU-…"
+  int index = 0;
+  std::string product;
+  uint64_t memory_bytes = 0;
+  std::string compute_capability;  // "9.0"; empty: unknown (the attribute is left out)
+  std::string driver_version;      // "550.54.15"; empty: unknown
+  bool mig_capable = false;
+  bool healthy = true;    // an unhealthy GPU is not published
+  bool shareable = true;  // false: exclusive or fenced by the agent, no new slices (not published)
+
+  bool operator==(const PublishedGpu&) const = default;
+};
+
+// How a claim may ask for part of a GPU: a slice smaller than the minimums is refused by the
+// scheduler already, and every request rounds up to a step.
+struct CapacityPolicy {
+  uint64_t memory_min_bytes = uint64_t{256} << 20;
+  uint64_t memory_step_bytes = uint64_t{1} << 20;
+  uint32_t compute_min_percent = 1;
+
+  bool operator==(const CapacityPolicy&) const = default;
+};
+
+// "gpu-" and the UUID's hex in lower case: a DNS label that stays the device's name when
+// indices change (a GPU removed, the driver reordering them).
+std::string DeviceNameOf(const std::string& uuid);
+
+// NVIDIA's "535.104.05" as the semantic version a DRA `version` attribute must be ("535.104.5");
+// empty when the text is not three (or two) dot-separated numbers.
+std::string SemverOf(const std::string& dotted);
+
+// The published memory of a GPU: what NVML reports rounded down to the step, so that the
+// capacity, its request policy's default (a whole GPU) and every step line up.
+uint64_t PublishedMemory(uint64_t memory_bytes, const CapacityPolicy& policy);
+
+// The ResourceSlice object (resource.k8s.io/v1) for `node`'s pool at `generation`: devices for the
+// healthy, shareable GPUs, in index order.
+nlohmann::json BuildResourceSlice(const std::string& node, int64_t generation, const std::vector<PublishedGpu>& gpus,
+                                  const CapacityPolicy& policy);
+
+// The object's name: "<node>-gpu.fgpu.io", shortened with a hash when the node's name is long.
+std::string ResourceSliceName(const std::string& node);
+
+}  // namespace fgpu::k8s
