@@ -7,11 +7,14 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <variant>
 #include <vector>
 
 #include "agent/dashboard.h"
 #include "agent/log.h"
 #include "agent/metrics.h"
+#include "api/codec.h"
+#include "api/workload_env.h"
 #include "core/units.h"
 #include "slice/compute_spec.h"
 
@@ -35,7 +38,7 @@ net::HttpResponse NoContent() {
   return response;
 }
 
-net::HttpResponse Error(int status, const std::string& message) { return Json(status, json{{"error", message}}); }
+net::HttpResponse Error(int status, const std::string& message) { return Json(status, api::ToJson(api::ApiError{message})); }
 
 int HttpStatusOf(const Status& status) {
   switch (status.code()) {
@@ -50,79 +53,35 @@ int HttpStatusOf(const Status& status) {
 
 net::HttpResponse ErrorOf(const Status& status) { return Error(HttpStatusOf(status), status.message()); }
 
-// What anyone who may read the API sees of a slice (the dashboard's and /metrics' view).
-json PublicJson(const SliceRecord& slice) {
-  return json{{"id", slice.id},
-              {"gpu", slice.gpu_uuid},
-              {"memory_bytes", slice.memory_bytes},
-              {"compute", slice.compute_share},
-              {"compute_mode", slice::ToString(slice.compute_mode)},
-              {"tier", slice::ToString(slice.tier)},
-              {"tenant", slice.tenant},
-              {"created_unix_ms", slice.created_unix_ms}};
-}
-
-// What the slice's owner and admins see: the public fields and who owns it, where it lives and
-// what its workloads need.
-json ToJson(const SliceRecord& slice, const WorkloadEnvironment& workload) {
-  json env = json::object();
-  for (const auto& [name, value] : workload.extra) env[name] = value;
-  if (!workload.preload.empty()) env["LD_PRELOAD"] = workload.preload;
-  env["FGPU_SLICE"] = slice.dir;
-  env["CUDA_VISIBLE_DEVICES"] = slice.gpu_uuid;
-  json full = PublicJson(slice);
-  full.update(json{{"job", slice.labels.job},
-                   {"user", slice.labels.user},
-                   {"account", slice.labels.account},
-                   {"owner_uid", slice.owner_uid},
-                   {"owner_pid", slice.owner_pid},
-                   {"release_on_exit", slice.release_on_exit},
-                   {"dir", slice.dir},
-                   {"env", std::move(env)}});
-  return full;
-}
-
-// "10GiB", "512MiB" or a number of bytes.
-Result<uint64_t> MemoryField(const json& value) {
-  if (value.is_number_unsigned()) return value.get<uint64_t>();
-  if (value.is_string()) return ParseByteSize(value.get<std::string>());
-  return Status::InvalidArgument("memory must be a byte count or a size such as \"10GiB\"");
-}
-
-Result<uint32_t> ComputeField(const json& value) {
-  if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 100) {
-    return Status::InvalidArgument("compute must be an integer percent 1..100");
+// A slice as the API answers it: in full (`details`: its owner and admins) or its public
+// fields (the dashboard's and /metrics' view), with the board's throttled time and stop-loss's
+// verdict.
+api::Slice ApiSlice(const SliceRecord& slice, const WorkloadEnvironment* full, uint64_t throttled_ns, bool starved) {
+  api::Slice out;
+  out.id = slice.id;
+  out.gpu = slice.gpu_uuid;
+  out.memory_bytes = slice.memory_bytes;
+  out.compute = slice.compute_share;
+  out.compute_mode = slice::ToString(slice.compute_mode);
+  out.tier = slice::ToString(slice.tier);
+  out.tenant = slice.tenant;
+  out.created_unix_ms = slice.created_unix_ms;
+  out.compute_throttled_seconds = static_cast<double>(throttled_ns) / 1e9;
+  out.starved = starved;
+  out.labels.kube_namespace = slice.kube.kube_namespace;
+  out.labels.pod = slice.kube.pod;
+  out.labels.claim = slice.kube.claim;
+  if (full != nullptr) {
+    out.labels.job = slice.labels.job;
+    out.labels.user = slice.labels.user;
+    out.labels.account = slice.labels.account;
+    out.details = api::SliceDetails{slice.owner_uid,   slice.owner_pid,
+                                    slice.release_on_exit, slice.dir,
+                                    api::SliceEnv(*full, slice.dir, slice.gpu_uuid), slice.idempotency_key};
   }
-  return static_cast<uint32_t>(value.get<int64_t>());
+  return out;
 }
 
-Result<std::string> StringField(const json& value, const char* name) {
-  if (!value.is_string()) return Status::InvalidArgument(std::string(name) + " must be a string");
-  return value.get<std::string>();
-}
-
-// How deeply `text` nests arrays and objects, counted without parsing (strings skipped), so that
-// a hostile body is refused before the parser's recursion and allocations see it.
-int JsonDepth(const std::string& text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    if (c == ']' || c == '}') --depth;
-  }
-  return deepest;
-}
 
 // Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 bool IsUtf8(const std::string& text) {
@@ -156,110 +115,114 @@ bool IsUtf8(const std::string& text) {
   return true;
 }
 
-// The body as a JSON object whose keys are all in `known`.
-Result<json> ObjectBody(const net::HttpRequest& request, std::initializer_list<const char*> known) {
+// The body as a JSON object (the codec's checks: valid JSON, an object, not nested deeper than
+// Api::kMaxJsonDepth), sent as JSON.
+Result<json> ObjectBody(const net::HttpRequest& request) {
   const std::string type = request.Header("content-type");
   if (!type.empty() && type.rfind("application/json", 0) != 0) {
     return Status::InvalidArgument("send Content-Type: application/json");
   }
-  if (JsonDepth(request.body) > Api::kMaxJsonDepth) {
-    return Status::InvalidArgument("the body nests deeper than " + std::to_string(Api::kMaxJsonDepth) + " levels");
-  }
-  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return Status::InvalidArgument("the body is not valid JSON");
-  if (!body.is_object()) return Status::InvalidArgument("the body must be a JSON object");
-  // Keys by iterator, not a structured binding: Clang 14 (the fuzzers' compiler) cannot capture one.
-  for (auto field = body.begin(); field != body.end(); ++field) {
-    const std::string& key = field.key();
-    if (std::find_if(known.begin(), known.end(), [&](const char* name) { return key == name; }) == known.end()) {
-      return Status::InvalidArgument("unknown field \"" + key + "\"");
-    }
-  }
-  return body;
+  return api::ParseObject(request.body);
 }
 
-// The limit fields both create and resize accept; absent ones stay unset.
-Result<ResizeRequest> ParseLimits(const json& body) {
-  ResizeRequest limits;
-  if (body.contains("memory")) {
-    Result<uint64_t> memory = MemoryField(body["memory"]);
-    if (!memory.ok()) return memory.status();
-    limits.memory_bytes = *memory;
-  }
-  if (body.contains("compute")) {
-    Result<uint32_t> compute = ComputeField(body["compute"]);
-    if (!compute.ok()) return compute.status();
-    limits.compute_share = *compute;
-  }
-  if (body.contains("compute_mode")) {
-    Result<std::string> text = StringField(body["compute_mode"], "compute_mode");
-    if (!text.ok()) return text.status();
-    Result<slice::ComputeMode> mode = slice::ParseComputeMode(*text);
+// A request body as T, strictly (api/codec.h).
+template <typename T>
+Result<T> Body(const net::HttpRequest& request) {
+  Result<json> body = ObjectBody(request);
+  if (!body.ok()) return body.status();
+  return api::Parse<T>(*body);
+}
+
+// The limits create and resize share, in the agent's types (compute modes and tiers are the
+// slice format's words).
+Result<ResizeRequest> Limits(const api::SliceResize& limits) {
+  ResizeRequest out;
+  out.memory_bytes = limits.memory_bytes;
+  out.compute_share = limits.compute;
+  if (limits.compute_mode) {
+    Result<slice::ComputeMode> mode = slice::ParseComputeMode(*limits.compute_mode);
     if (!mode.ok()) return mode.status();
-    limits.compute_mode = *mode;
+    out.compute_mode = *mode;
   }
-  if (body.contains("tier")) {
-    Result<std::string> text = StringField(body["tier"], "tier");
-    if (!text.ok()) return text.status();
-    Result<slice::Tier> tier = slice::ParseTier(*text);
+  if (limits.tier) {
+    Result<slice::Tier> tier = slice::ParseTier(*limits.tier);
     if (!tier.ok()) return tier.status();
-    limits.tier = *tier;
+    out.tier = *tier;
   }
-  return limits;
+  return out;
 }
 
 // A uid, or a user name this machine knows.
-Result<uid_t> OwnerField(const json& value) {
-  if (value.is_number_unsigned() && value.get<uint64_t>() < static_cast<uint64_t>(static_cast<uid_t>(-1))) {
-    return static_cast<uid_t>(value.get<uint64_t>());
-  }
-  if (!value.is_string()) return Status::InvalidArgument("owner must be a uid or a user name");
+Result<uid_t> OwnerOf(const std::variant<uint32_t, std::string>& owner) {
+  if (const auto* uid = std::get_if<uint32_t>(&owner)) return static_cast<uid_t>(*uid);
+  const std::string& name = std::get<std::string>(owner);
   std::vector<char> buffer(16384);
   passwd entry{};
   passwd* found = nullptr;
-  if (getpwnam_r(value.get<std::string>().c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 ||
-      found == nullptr) {
-    return Status::InvalidArgument("owner: no user '" + value.get<std::string>() + "' on this machine");
+  if (getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
+    return Status::InvalidArgument("owner: no user '" + name + "' on this machine");
   }
   return found->pw_uid;
 }
 
-Result<CreateRequest> ParseCreate(const json& body) {
-  Result<ResizeRequest> limits = ParseLimits(body);
+Result<CreateRequest> CreateRequestOf(const api::SliceRequest& body) {
+  api::SliceResize asked;
+  asked.memory_bytes = body.memory_bytes;
+  asked.compute = body.compute;
+  asked.compute_mode = body.compute_mode;
+  asked.tier = body.tier;
+  Result<ResizeRequest> limits = Limits(asked);
   if (!limits.ok()) return limits.status();
-  if (!limits->memory_bytes) return Status::InvalidArgument("memory is required");
   CreateRequest request;
-  request.memory_bytes = *limits->memory_bytes;
+  request.memory_bytes = body.memory_bytes;
   request.compute_share = limits->compute_share;
   request.compute_mode = limits->compute_mode.value_or(request.compute_mode);
   request.tier = limits->tier.value_or(request.tier);
-  for (const char* name : {"release_on_exit", "wait"}) {
-    if (!body.contains(name)) continue;
-    if (!body[name].is_boolean()) return Status::InvalidArgument(std::string(name) + " must be true or false");
-    (std::string(name) == "wait" ? request.wait : request.release_on_exit) = body[name].get<bool>();
-  }
-  const std::pair<const char*, std::string*> texts[] = {{"tenant", &request.tenant},
-                                                       {"job", &request.labels.job},
-                                                       {"user", &request.labels.user},
-                                                       {"account", &request.labels.account}};
-  for (const auto& [name, field] : texts) {
-    if (!body.contains(name)) continue;
-    Result<std::string> text = StringField(body[name], name);
-    if (!text.ok()) return text.status();
-    if (text->empty()) return Status::InvalidArgument(std::string(name) + " must not be empty (leave it out instead)");
-    *field = *text;
-  }
-  if (body.contains("gpu")) {
-    Result<std::string> gpu = StringField(body["gpu"], "gpu");
-    if (!gpu.ok()) return gpu.status();
-    request.gpu = *gpu;
-  }
-  if (body.contains("owner")) {
-    Result<uid_t> owner = OwnerField(body["owner"]);
+  request.release_on_exit = body.release_on_exit;
+  request.wait = body.wait;
+  if (body.tenant) request.tenant = *body.tenant;
+  request.labels = {body.labels.job, body.labels.user, body.labels.account};
+  request.kube = {body.labels.kube_namespace, body.labels.pod, body.labels.claim};
+  request.idempotency_key = body.idempotency_key.value_or("");
+  request.gpu = body.gpu;
+  if (body.owner) {
+    Result<uid_t> owner = OwnerOf(*body.owner);
     if (!owner.ok()) return owner.status();
     request.owner = *owner;
   }
   return request;
+}
+
+
+// A query string's name=value pairs, values percent-decoded (a client may escape ':' and '/').
+std::map<std::string, std::string> QueryOf(const std::string& text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::map<std::string, std::string> query;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('&', at), text.size());
+    const std::string pair = text.substr(at, end - at);
+    const std::size_t equals = pair.find('=');
+    if (equals != std::string::npos) {
+      std::string value;
+      for (std::size_t i = equals + 1; i < pair.size(); ++i) {
+        if (pair[i] == '%' && i + 2 < pair.size() && hex(pair[i + 1]) >= 0 && hex(pair[i + 2]) >= 0) {
+          value += static_cast<char>(hex(pair[i + 1]) * 16 + hex(pair[i + 2]));
+          i += 2;
+        } else {
+          value += pair[i];
+        }
+      }
+      query[pair.substr(0, equals)] = value;
+    }
+    at = end + 1;
+  }
+  return query;
 }
 
 // How loudly a refusal is logged: the agent's own failures are errors, a caller refused what it
@@ -293,16 +256,13 @@ void LogRefusal(const net::HttpRequest& request, const net::HttpResponse& respon
 
 }  // namespace
 
-json Api::Describe(const SliceRecord& slice, bool full, uint64_t throttled_ns, bool starved) const {
-  json body = full ? ToJson(slice, workload_) : PublicJson(slice);
-  body["compute_throttled_seconds"] = static_cast<double>(throttled_ns) / 1e9;
-  body["starved"] = starved;
-  return body;
+api::Slice Api::Describe(const SliceRecord& slice, bool full, uint64_t throttled_ns, bool starved) const {
+  return ApiSlice(slice, full ? &workload_ : nullptr, throttled_ns, starved);
 }
 
 json Api::Describe(const SliceRecord& slice, bool full) {
   const bool starved = stop_loss_ != nullptr && stop_loss_->Starved().count(slice.id) != 0;
-  return Describe(slice, full, usage_.Compute(slice).throttled_ns, starved);
+  return api::ToJson(Describe(slice, full, usage_.Compute(slice).throttled_ns, starved));
 }
 
 Api::Api(SliceService* slices, std::shared_ptr<NvmlClient> nvml, std::string compute_dir)
@@ -388,15 +348,7 @@ net::HttpResponse Api::Metrics() {
 // ?since=<unix ms>&until=<unix ms>&by=tenant|slice|account|user|job (defaults: everything, now, tenant). Read-only:
 // the closed records, so up to one accounting interval behind (dashboards poll this).
 net::HttpResponse Api::Usage(const net::HttpRequest& request, const Caller& caller) {
-  std::map<std::string, std::string> query;
-  std::size_t at = 0;
-  while (at < request.query.size()) {
-    const std::size_t end = std::min(request.query.find('&', at), request.query.size());
-    const std::string pair = request.query.substr(at, end - at);
-    const std::size_t equals = pair.find('=');
-    if (equals != std::string::npos) query[pair.substr(0, equals)] = pair.substr(equals + 1);
-    at = end + 1;
-  }
+  std::map<std::string, std::string> query = QueryOf(request.query);
   const auto number = [&](const char* name, int64_t fallback) -> Result<int64_t> {
     if (query.count(name) == 0) return fallback;
     const std::string& text = query[name];
@@ -434,82 +386,85 @@ net::HttpResponse Api::Usage(const net::HttpRequest& request, const Caller& call
 }
 
 net::HttpResponse Api::Health() {
-  return Json(200, json{{"status", "ok"}, {"gpus", slices_->Rooms().size()}, {"slices", slices_->List().size()}});
+  return Json(200, api::ToJson(api::Health{"ok", static_cast<int>(slices_->Rooms().size()),
+                                            static_cast<int>(slices_->List().size())}));
 }
 
 net::HttpResponse Api::ListGpus() {
-  json gpus = json::array();
+  std::vector<api::Gpu> gpus;
   for (const GpuRoom& room : slices_->Rooms()) {
-    gpus.push_back(json{{"index", room.gpu.index},
-                        {"uuid", room.gpu.uuid},
-                        {"name", room.gpu.name},
-                        {"memory_total", room.gpu.memory_total},
-                        {"memory_reserved", room.memory_reserved},
-                        {"compute_reserved", room.compute_reserved},
-                        {"exclusive", room.exclusive},
-                        {"fenced", room.fenced},
-                        {"slices", room.slices}});
+    gpus.push_back(api::Gpu{static_cast<int>(room.gpu.index), room.gpu.uuid, room.gpu.name, room.gpu.memory_total,
+                            room.memory_reserved, room.compute_reserved, room.exclusive, room.fenced, room.slices});
   }
-  return Json(200, gpus);
+  return Json(200, api::ToJson(gpus));
 }
 
 // {"exclusive": true|false}: the switch that takes a GPU out of sharing (no new placements).
 net::HttpResponse Api::SetGpuMode(const net::HttpRequest& request, const Caller& caller, const std::string& gpu) {
   if (Status admin = access_->MayAdminister(caller, "switching a GPU's mode"); !admin.ok()) return ErrorOf(admin);
-  Result<json> body = ObjectBody(request, {"exclusive"});
-  if (!body.ok()) return ErrorOf(body.status());
-  if (!body->contains("exclusive") || !(*body)["exclusive"].is_boolean()) {
-    return Error(400, "exclusive must be true or false");
-  }
-  const Status set = slices_->SetExclusive(gpu, (*body)["exclusive"].get<bool>());
+  Result<api::GpuMode> mode = Body<api::GpuMode>(request);
+  if (!mode.ok()) return ErrorOf(mode.status());
+  const Status set = slices_->SetExclusive(gpu, mode->exclusive);
   if (!set.ok()) return ErrorOf(set);
   return ListGpus();
 }
 
 net::HttpResponse Api::ListSlices(const net::HttpRequest& request, const Caller& caller) {
-  const std::vector<SliceRecord> records = slices_->List();
+  std::map<std::string, std::string> query = QueryOf(request.query);
+  // ?idempotency_key=K: the slice made for K, to whoever may read it in full (the key is its
+  // owner's: anyone else finds nothing).
+  const auto key = query.find("idempotency_key");
+  if (key != query.end()) {
+    if (Status valid = api::CheckIdempotencyKey(key->second); !valid.ok()) return ErrorOf(valid);
+  }
+  std::vector<SliceRecord> records;
+  std::vector<bool> full;
+  for (SliceRecord& record : slices_->List()) {
+    const bool readable = access_->MayManage(caller, record).ok();
+    if (key != query.end() && (!readable || record.idempotency_key != key->second)) continue;
+    full.push_back(readable);
+    records.push_back(std::move(record));
+  }
   // ?usage=1: also what each slice uses now (its ledger and compute board), as fgpu status shows.
-  const bool with_usage = request.query.find("usage=1") != std::string::npos;
+  const bool with_usage = query["usage"] == "1";
   const std::vector<SliceUsage> usage = with_usage ? usage_.Read(records) : std::vector<SliceUsage>();
   const std::set<std::string> starved = stop_loss_ != nullptr ? stop_loss_->Starved() : std::set<std::string>();
-  json slices = json::array();
+  std::vector<api::Slice> slices;
   for (std::size_t i = 0; i < records.size(); ++i) {
-    const bool full = access_->MayManage(caller, records[i]).ok();
     const uint64_t throttled_ns = with_usage ? usage[i].throttled_ns : usage_.Compute(records[i]).throttled_ns;
-    json slice = Describe(records[i], full, throttled_ns, starved.count(records[i].id) != 0);
+    api::Slice slice = Describe(records[i], full[i], throttled_ns, starved.count(records[i].id) != 0);
     if (with_usage) {
-      slice["memory_used_bytes"] = usage[i].memory_used;
-      slice["processes"] = usage[i].processes;
-      slice["compute_busy_seconds"] = static_cast<double>(usage[i].busy_ns) / 1e9;
-      slice["ledger_readable"] = usage[i].ledger_readable;
-      if (full && !usage[i].ledger_readable) slice["ledger_problem"] = usage[i].ledger_problem;
+      slice.usage = api::SliceUsage{usage[i].memory_used, static_cast<int>(usage[i].processes),
+                                    static_cast<double>(usage[i].busy_ns) / 1e9, usage[i].ledger_readable,
+                                    full[i] && !usage[i].ledger_readable ? usage[i].ledger_problem : std::string()};
     }
     slices.push_back(std::move(slice));
   }
-  return Json(200, slices);
+  return Json(200, api::ToJson(slices));
 }
 
 net::HttpResponse Api::CreateSlice(const net::HttpRequest& request, const Caller& caller) {
   if (!caller.may_write()) return ErrorOf(access_->MayCreate(caller, CreateRequest{}, 0));
-  Result<json> body =
-      ObjectBody(request, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu", "release_on_exit", "wait", "job",
-                           "user", "account", "owner"});
+  Result<api::SliceRequest> body = Body<api::SliceRequest>(request);
   if (!body.ok()) return ErrorOf(body.status());
-  Result<CreateRequest> create = ParseCreate(*body);
+  Result<CreateRequest> create = CreateRequestOf(*body);
   if (!create.ok()) return ErrorOf(create.status());
   if (caller.role != Role::kAdmin || create->owner) {
     const uid_t owner = create->owner ? *create->owner : *caller.uid;
     const std::vector<SliceRecord> all = slices_->List();
+    // A retry of a create that made its slice is not one more slice (max_slices).
     const int held = static_cast<int>(std::count_if(all.begin(), all.end(), [&](const SliceRecord& slice) {
-      return slice.owner_uid == static_cast<int64_t>(owner);
+      return slice.owner_uid == static_cast<int64_t>(owner) &&
+             (create->idempotency_key.empty() || slice.idempotency_key != create->idempotency_key);
     }));
     if (Status allowed = access_->MayCreate(caller, *create, held); !allowed.ok()) return ErrorOf(allowed);
     create->max_share = access_->RuleFor(owner).max_compute;
   }
   Result<QueueStatus> outcome = slices_->CreateOrQueue(*create, request.peer);
   if (!outcome.ok()) return ErrorOf(outcome.status());
-  if (outcome->slice) return Json(201, Describe(*outcome->slice, /*full=*/true));
-  return Json(202, json{{"ticket", outcome->ticket}, {"position", outcome->position}});
+  // 200: the slice an earlier request with the same idempotency key made.
+  if (outcome->slice) return Json(outcome->existing ? 200 : 201, Describe(*outcome->slice, /*full=*/true));
+  return Json(202, api::ToJson(api::QueueTicket{outcome->ticket, outcome->position}));
 }
 
 net::HttpResponse Api::Queued(const net::HttpRequest& request, const Caller& caller, const std::string& ticket) {
@@ -523,7 +478,7 @@ net::HttpResponse Api::Queued(const net::HttpRequest& request, const Caller& cal
     Result<QueueStatus> status = slices_->Poll(ticket);
     if (!status.ok()) return ErrorOf(status.status());
     if (status->slice) return Json(201, Describe(*status->slice, /*full=*/true));
-    return Json(200, json{{"ticket", ticket}, {"position", status->position}});
+    return Json(200, api::ToJson(api::QueueTicket{ticket, status->position}));
   }
   const Status cancelled = slices_->Cancel(ticket);
   if (!cancelled.ok()) return ErrorOf(cancelled);
@@ -542,7 +497,7 @@ net::HttpResponse Api::Join(const net::HttpRequest& request, const Caller& calle
   if (Status allowed = access_->MayManage(caller, *slice); !allowed.ok()) return ErrorOf(allowed);
   Result<std::string> cgroup = slices_->Join(id, request.peer.pid);
   if (!cgroup.ok()) return ErrorOf(cgroup.status());
-  return Json(200, json{{"slice", id}, {"pid", request.peer.pid}, {"cgroup", *cgroup}});
+  return Json(200, api::ToJson(api::JoinReply{id, request.peer.pid, *cgroup}));
 }
 
 net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const Caller& caller, const std::string& id) {
@@ -552,9 +507,9 @@ net::HttpResponse Api::OneSlice(const net::HttpRequest& request, const Caller& c
     return Json(200, Describe(*slice, access_->MayManage(caller, *slice).ok()));
   }
   if (request.method == "PATCH") {
-    Result<json> body = ObjectBody(request, {"memory", "compute", "compute_mode", "tier"});
+    Result<api::SliceResize> body = Body<api::SliceResize>(request);
     if (!body.ok()) return ErrorOf(body.status());
-    Result<ResizeRequest> resize = ParseLimits(*body);
+    Result<ResizeRequest> resize = Limits(*body);
     if (!resize.ok()) return ErrorOf(resize.status());
     if (Status allowed = access_->MayResize(caller, *slice, *resize); !allowed.ok()) return ErrorOf(allowed);
     Result<SliceRecord> resized = slices_->Resize(id, *resize);

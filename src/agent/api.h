@@ -6,13 +6,19 @@
 //   GET    /v1/health             {"status":"ok","gpus":N,"slices":M}
 //   GET    /v1/gpus               GPUs with what their slices reserve
 //   PUT    /v1/gpus/{gpu}         {"exclusive": true|false}: no new shared placements on it
-//   GET    /v1/slices[?usage=1]   every slice [with memory used, processes, busy seconds]
+//   GET    /v1/slices[?usage=1][&idempotency_key=K]   every slice [with memory used, processes,
+//                                  busy seconds] [only the one made for K, to who may read it in full]
 //   POST   /v1/slices             {"memory":"10GiB"|bytes,"compute":30,"compute_mode":"share",
 //                                  "tier":"standard","tenant":"team-a","gpu":"0",
 //                                  "release_on_exit":false,"wait":false,
-//                                  "job":"1234.0","user":"alice","account":"physics"} → 201
+//                                  "job":"1234.0","user":"alice","account":"physics",
+//                                  "namespace","pod","claim" (Kubernetes),
+//                                  "idempotency_key":"K"} → 201
 //                                  slice (with "env": what its workloads need), or with
-//                                  "wait" and no room 202 {"ticket","position"}
+//                                  "wait" and no room 202 {"ticket","position"}; 200 and the
+//                                  live slice of the same owner already made for K (or 202 and
+//                                  its ticket, still queued); 409 when its limits differ or K is
+//                                  another owner's
 //   GET    /v1/queue/{ticket}     200 {"ticket","position"} while queued; 201 slice once placed
 //   DELETE /v1/queue/{ticket}     → 204 (gives up the place, or the slice made for it)
 //   GET    /v1/slices/{id}
@@ -52,23 +58,23 @@
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
+#include "api/codec.h"
+#include "api/types.h"
+#include "api/workload_env.h"
 #include "net/http_message.h"
 
 namespace fgpu::agent {
 
 // What a slice's workloads need besides FGPU_SLICE and CUDA_VISIBLE_DEVICES=<uuid>: the
 // interposer to preload and, under the simulator, the variables that reach the simulated GPUs.
-// Each slice's JSON carries the whole set as "env", so a launcher other than `fgpu run` (the
-// Slurm plugin) starts workloads exactly as fgpu run does.
-struct WorkloadEnvironment {
-  std::string preload;  // libfgpu.so; empty: unknown (the launcher must find it)
-  std::vector<std::pair<std::string, std::string>> extra;
-};
+// Each slice's JSON carries the whole set as "env" (api/workload_env.h), so a launcher other
+// than `fgpu run` (the Slurm plugin, the Kubernetes plugin) starts workloads exactly as fgpu run does.
+using WorkloadEnvironment = api::WorkloadSetup;
 
 class Api {
  public:
   // A JSON body nested deeper is refused before it is parsed (the API's bodies are flat).
-  static constexpr int kMaxJsonDepth = 8;
+  static constexpr int kMaxJsonDepth = api::kMaxJsonDepth;
 
   // `nvml` (may be null: GPU readings are then omitted) and `compute_dir` (the GPUs' compute
   // boards) feed GET /metrics.
@@ -106,7 +112,7 @@ class Api {
   net::HttpResponse Metrics();
   // A slice's JSON: in full (its owner, admins) or its public fields, with the board's throttled
   // time and stop-loss's verdict (read now by the second form).
-  nlohmann::json Describe(const SliceRecord& slice, bool full, uint64_t throttled_ns, bool starved) const;
+  api::Slice Describe(const SliceRecord& slice, bool full, uint64_t throttled_ns, bool starved) const;
   nlohmann::json Describe(const SliceRecord& slice, bool full);
   net::HttpResponse Usage(const net::HttpRequest& request, const Caller& caller);
 

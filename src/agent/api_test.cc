@@ -469,6 +469,63 @@ TEST_F(ApiTest, JobLabelsReachUsageRecordsAndTheSliceNamesItsWorkloadEnvironment
   EXPECT_EQ(json::parse(Call("GET", "/v1/usage?by=job" + until).body)[1]["key"], "1234.batch");
 }
 
+// What the Kubernetes plugin needs: a retried create answers the slice its key already made
+// (one slice, however often the kubelet retries), a different request under the key is a clear
+// 409, and the key and the pod's labels are kept across a restart.
+TEST_F(ApiTest, ACreateRetriedWithItsIdempotencyKeyAnswersTheSameSlice) {
+  const std::string body =
+      R"({"memory":"4GiB","compute":10,"idempotency_key":"uid-123/claim:a","namespace":"ml","pod":"trainer-0","claim":"gpu"})";
+  const net::HttpResponse first = Call("POST", "/v1/slices", body, 1001);
+  ASSERT_EQ(first.status, 201) << first.body;
+  const json slice = json::parse(first.body);
+  EXPECT_EQ(slice["idempotency_key"], "uid-123/claim:a");
+  EXPECT_EQ(slice["namespace"], "ml");
+  EXPECT_EQ(slice["pod"], "trainer-0");
+  EXPECT_EQ(slice["claim"], "gpu");
+  const net::HttpResponse again = Call("POST", "/v1/slices", body, 1001);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(json::parse(again.body)["id"], slice["id"]);
+  EXPECT_EQ(service_->List().size(), 1u);
+
+  const net::HttpResponse other = Call("POST", "/v1/slices", R"({"memory":"8GiB","idempotency_key":"uid-123/claim:a"})", 1001);
+  EXPECT_EQ(other.status, 409);
+  EXPECT_NE(json::parse(other.body)["error"].get<std::string>().find("other limits"), std::string::npos) << other.body;
+  const net::HttpResponse stranger = Call("POST", "/v1/slices", body, 1002);
+  EXPECT_EQ(stranger.status, 409);
+  EXPECT_EQ(stranger.body.find(slice["id"].get<std::string>()), std::string::npos) << "never names the other's slice";
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","idempotency_key":"no spaces"})").status, 400);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","pod":"Upper"})").status, 400);
+
+  // GET ?idempotency_key= finds it, for its owner only.
+  const json mine = json::parse(Call("GET", "/v1/slices?idempotency_key=uid-123%2Fclaim%3Aa", "", 1001).body);
+  ASSERT_EQ(mine.size(), 1u) << mine;
+  EXPECT_EQ(mine[0]["id"], slice["id"]);
+  EXPECT_TRUE(json::parse(Call("GET", "/v1/slices?idempotency_key=uid-123/claim:a", "", 1002).body).empty());
+  EXPECT_TRUE(json::parse(Call("GET", "/v1/slices?idempotency_key=other", "", 1001).body).empty());
+
+  Boot();  // the key and the labels are in the state database
+  EXPECT_EQ(Call("POST", "/v1/slices", body, 1001).status, 200);
+  const json restored = json::parse(Call("GET", "/v1/slices/" + slice["id"].get<std::string>()).body);
+  EXPECT_EQ(restored["pod"], "trainer-0");
+  EXPECT_EQ(restored["idempotency_key"], "uid-123/claim:a");
+  // Once the slice is deleted the key is free again: a new slice.
+  ASSERT_EQ(Call("DELETE", "/v1/slices/" + slice["id"].get<std::string>()).status, 204);
+  EXPECT_EQ(Call("POST", "/v1/slices", body, 1001).status, 201);
+}
+
+TEST_F(ApiTest, AQueuedRequestRetriedWithItsKeyKeepsItsTicket) {
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"80GiB","gpu":"0"})").status, 201);
+  ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"80GiB","gpu":"1"})").status, 201);
+  const std::string body = R"({"memory":"10GiB","wait":true,"idempotency_key":"k1"})";
+  const net::HttpResponse queued = Call("POST", "/v1/slices", body);
+  ASSERT_EQ(queued.status, 202) << queued.body;
+  const net::HttpResponse again = Call("POST", "/v1/slices", body);
+  ASSERT_EQ(again.status, 202) << again.body;
+  EXPECT_EQ(json::parse(again.body)["ticket"], json::parse(queued.body)["ticket"]);
+  EXPECT_EQ(service_->QueueLength(), 1);
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"20GiB","wait":true,"idempotency_key":"k1"})").status, 409);
+}
+
 }  // namespace
 }  // namespace fgpu::agent
 

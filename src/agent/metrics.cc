@@ -69,8 +69,18 @@ Labels GpuLabels(const GpuState& gpu) {
   return {{"gpu", std::to_string(gpu.index)}, {"uuid", gpu.uuid}, {"name", gpu.name}};
 }
 
+// A slice's series carry the Kubernetes namespace, pod and claim only when set: Prometheus
+// treats an empty label as an absent one, so leaving them out changes no existing series of a
+// Slurm or `fgpu run` slice (docs/agent.md "Metrics").
 Labels SliceLabels(const SliceRecord& slice) {
-  return {{"slice", slice.id}, {"gpu", slice.gpu_uuid}, {"tenant", slice.tenant}, {"tier", slice::ToString(slice.tier)}};
+  Labels labels = {{"slice", slice.id}, {"gpu", slice.gpu_uuid}, {"tenant", slice.tenant},
+                   {"tier", slice::ToString(slice.tier)}};
+  const std::pair<const char*, const std::string*> kube[] = {
+      {"namespace", &slice.kube.kube_namespace}, {"pod", &slice.kube.pod}, {"claim", &slice.kube.claim}};
+  for (const auto& [name, value] : kube) {
+    if (!value->empty()) labels.emplace_back(name, *value);
+  }
+  return labels;
 }
 
 void GpuFamilies(const MetricsSnapshot& snapshot, Exposition& out) {

@@ -57,6 +57,29 @@ TEST(MetricsTest, RendersEveryFamilyWithExactValues) {
   EXPECT_NE(text.find("fgpu_queue_length 3\n"), std::string::npos);
 }
 
+// A Kubernetes slice's series also carry its namespace, pod and claim; a slice without them
+// keeps exactly its series (no empty labels).
+TEST(MetricsTest, KubernetesLabelsAreOnEverySeriesOfTheirSliceOnly) {
+  MetricsSnapshot snapshot = Sample();
+  SliceRecord pod = snapshot.slices[0];
+  pod.id = "s2";
+  pod.tenant = "t";
+  pod.kube = {"ml-team", "trainer-0", "gpu.claim-1"};
+  snapshot.slices.push_back(pod);
+  snapshot.usage.push_back(snapshot.usage[0]);
+  const std::string text = RenderMetrics(snapshot);
+  const std::string plain = "{slice=\"s1\",gpu=\"GPU-aaaa\",tenant=\"team \\\"a\\\"\",tier=\"standard\"}";
+  EXPECT_NE(text.find("fgpu_slice_memory_cap_bytes" + plain + " 10737418240\n"), std::string::npos) << text;
+  const std::string labelled =
+      "{slice=\"s2\",gpu=\"GPU-aaaa\",tenant=\"t\",tier=\"standard\",namespace=\"ml-team\",pod=\"trainer-0\","
+      "claim=\"gpu.claim-1\"}";
+  for (const char* family : {"fgpu_slice_memory_cap_bytes", "fgpu_slice_memory_used_bytes", "fgpu_slice_processes",
+                             "fgpu_slice_compute_busy_seconds_total"}) {
+    EXPECT_NE(text.find(family + labelled + " "), std::string::npos) << family << "\n" << text;
+  }
+  EXPECT_EQ(text.find("namespace=\"\""), std::string::npos) << "no empty Kubernetes labels";
+}
+
 TEST(MetricsTest, InterposerCountersPerSliceAndNoneForAnUnreadableLedger) {
   MetricsSnapshot snapshot = Sample();
   snapshot.usage[0].counters = slice::LedgerCounters{7, 3, 1, 2, 4};

@@ -23,6 +23,16 @@ struct JobLabels {
   bool operator==(const JobLabels&) const = default;
 };
 
+// Which Kubernetes pod and resource claim a slice serves (the DRA plugin, src/k8s), each up to
+// 253 of [a-z0-9.-]; empty when the creator named none. Exported on the slice's /metrics series.
+struct KubeLabels {
+  std::string kube_namespace;
+  std::string pod;
+  std::string claim;
+
+  bool operator==(const KubeLabels&) const = default;
+};
+
 struct SliceRecord {
   std::string id;
   std::string gpu_uuid;
@@ -32,6 +42,10 @@ struct SliceRecord {
   slice::Tier tier = slice::Tier::kStandard;
   std::string tenant;
   JobLabels labels;
+  KubeLabels kube;
+  // The creator's idempotency key ("" = none): a create retried with it answers this slice
+  // (docs/agent.md "Idempotent creates").
+  std::string idempotency_key;
   int64_t owner_uid = -1;  // who created it (SO_PEERCRED over the Unix socket; -1 over TCP)
   int64_t owner_pid = -1;
   uint64_t owner_start_time = 0;  // /proc/<pid>/stat field 22: the owner's reuse-proof identity

@@ -458,6 +458,8 @@ Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, con
   record.tier = request.tier;
   record.tenant = request.tenant;
   record.labels = request.labels;
+  record.kube = request.kube;
+  record.idempotency_key = request.idempotency_key;
   record.owner_uid = request.owner ? static_cast<int64_t>(*request.owner)
                                   : peer.unix_socket ? static_cast<int64_t>(peer.uid)
                                                      : -1;
@@ -483,6 +485,7 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
   if (Status valid = Validate(request, peer); !valid.ok()) return valid;
   const uint64_t start_time = peer.unix_socket && peer.pid > 0 ? slice::ReadStartTime(peer.pid) : 0;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (std::optional<Result<QueueStatus>> existing = ExistingLocked(request, peer)) return *existing;
   if (queue_.empty() || !request.wait) {  // nobody waits ahead: try now
     Result<SliceRecord> created = CreateLocked(request, peer, start_time);
     if (created.ok()) return QueueStatus{"", 0, *created};
@@ -505,6 +508,62 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
        {"tenant", request.tenant},
        {"uid", std::to_string(request.owner ? *request.owner : peer.uid)}});
   return QueueStatus{entry.ticket, static_cast<int>(queue_.size()), std::nullopt};
+}
+
+std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequest& request, const net::Peer& peer) {
+  if (request.idempotency_key.empty()) return std::nullopt;
+  const std::string& key = request.idempotency_key;
+  const int64_t owner = request.owner ? static_cast<int64_t>(*request.owner)
+                                      : peer.unix_socket ? static_cast<int64_t>(peer.uid)
+                                                         : -1;
+  // The key is its owner's: another's request learns only that it cannot have it.
+  const auto taken = [&] {
+    return Status::ResourceExhausted("idempotency key " + key + " is already in use by another owner; use another key");
+  };
+  const auto same_limits = [&](uint64_t memory, std::optional<uint32_t> share, slice::ComputeMode mode, slice::Tier tier,
+                               const std::function<bool(const std::string&)>& on_gpu) {
+    return memory == request.memory_bytes && (!request.compute_share || share == request.compute_share) &&
+           mode == request.compute_mode && tier == request.tier && (!request.gpu || on_gpu(*request.gpu));
+  };
+  for (const SliceRecord& slice : slices_) {
+    if (slice.idempotency_key != key) continue;
+    if (slice.owner_uid != owner) return Result<QueueStatus>(taken());
+    const auto on_gpu = [&](const std::string& selector) {
+      if (selector == slice.gpu_uuid) return true;
+      return std::any_of(gpus_.begin(), gpus_.end(), [&](const GpuState& gpu) {
+        return gpu.uuid == slice.gpu_uuid && std::to_string(gpu.index) == selector;
+      });
+    };
+    if (!same_limits(slice.memory_bytes, slice.compute_share, slice.compute_mode, slice.tier, on_gpu)) {
+      return Result<QueueStatus>(Status::ResourceExhausted(
+          "idempotency key " + key + " already made slice " + slice.id + " with other limits (" +
+          FormatByteSize(slice.memory_bytes) + ", " + std::to_string(slice.compute_share) + " % compute, " +
+          slice::ToString(slice.compute_mode) + ", " + slice::ToString(slice.tier) + ", on " + slice.gpu_uuid +
+          "); delete it or use another key"));
+    }
+    QueueStatus found{"", 0, slice};
+    found.existing = true;
+    return Result<QueueStatus>(found);
+  }
+  int position = 0;
+  for (const Queued& entry : queue_) {
+    if (!entry.placed) ++position;
+    if (entry.request.idempotency_key != key || entry.placed) continue;
+    const int64_t queued_owner = entry.request.owner ? static_cast<int64_t>(*entry.request.owner)
+                                                     : static_cast<int64_t>(entry.peer.uid);
+    if (queued_owner != owner) return Result<QueueStatus>(taken());
+    const CreateRequest& queued = entry.request;
+    const auto on_gpu = [&](const std::string& selector) { return queued.gpu && *queued.gpu == selector; };
+    if (!same_limits(queued.memory_bytes, queued.compute_share, queued.compute_mode, queued.tier, on_gpu) ||
+        queued.compute_share != request.compute_share) {
+      return Result<QueueStatus>(
+          Status::ResourceExhausted("idempotency key " + key + " is already queued with other limits; cancel it or use another key"));
+    }
+    QueueStatus found{entry.ticket, position, std::nullopt};
+    found.existing = true;
+    return Result<QueueStatus>(found);
+  }
+  return std::nullopt;
 }
 
 Result<QueueStatus> SliceService::Poll(const std::string& ticket) {

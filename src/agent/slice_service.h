@@ -22,6 +22,10 @@
 //   so not after a clean stop, kill -9 or a restart with no slice left either.
 // - Queue: a request with `wait` that does not fit gets a ticket; queued requests are placed in
 //   arrival order (strictly: a large one at the head is not overtaken) whenever room frees.
+// - Idempotent creates: a request with an idempotency key that a live slice of the same owner
+//   holds is answered with that slice (or, queued, with its ticket) under the same lock that
+//   creates, so concurrent retries make one slice. Other limits than the slice's, or another
+//   owner's key, are ResourceExhausted (409), naming nothing of the other's slice.
 // - Thread-safe: one mutex orders every change, so concurrent creates never overbook a GPU
 //   nor reuse an id.
 #pragma once
@@ -61,6 +65,10 @@ struct CreateRequest {
   slice::Tier tier = slice::Tier::kStandard;
   std::string tenant = "default";
   JobLabels labels;
+  KubeLabels kube;
+  // A live slice (or queued request) of the same owner with this key is answered instead of a
+  // new one; "" = none.
+  std::string idempotency_key;
   bool release_on_exit = false;  // needs a Unix-socket peer (the kernel names the owner)
   bool wait = false;             // no room: queue (FIFO) instead of refusing
   // The user the slice is for (an admin creating one on a user's behalf); absent: the peer.
@@ -74,6 +82,7 @@ struct QueueStatus {
   std::string ticket;
   int position = 0;  // 1 = next; 0 once placed
   std::optional<SliceRecord> slice;
+  bool existing = false;  // answered for its idempotency key: made (or queued) by an earlier request
 };
 
 struct ResizeRequest {
@@ -188,6 +197,8 @@ class SliceService {
   void RetryReleasesLocked();
   std::vector<GpuRoom> RoomsLocked() const;
   Status Validate(const CreateRequest& request, const net::Peer& peer) const;
+  // The slice or queued request `request`'s idempotency key names (nullopt: none, make one).
+  std::optional<Result<QueueStatus>> ExistingLocked(const CreateRequest& request, const net::Peer& peer);
   Result<SliceRecord> CreateLocked(const CreateRequest& request, const net::Peer& peer, uint64_t owner_start_time);
   Status DeleteLocked(const std::string& id, const std::string& why);
   void Notify(const SliceRecord& slice, bool gone) const;

@@ -13,7 +13,9 @@ namespace {
 // 3: slice_members, the processes that joined each slice (a new table: nothing to migrate).
 // 4: counters, the highest slice number ever handed out (slice ids are never reused); an older
 // database's counter starts at the highest id any of its tables names.
-constexpr int kSchemaVersion = 4;
+// 5: idempotency_key, kube_namespace, pod and claim on slices (the Kubernetes plugin); an older
+// database gets the columns, empty, at open.
+constexpr int kSchemaVersion = 5;
 
 constexpr const char* kLastSliceNumber = "last_slice_number";
 
@@ -36,7 +38,11 @@ CREATE TABLE IF NOT EXISTS slices (
   accounted_busy_ns INTEGER NOT NULL,
   job TEXT NOT NULL DEFAULT '',
   user_name TEXT NOT NULL DEFAULT '',
-  account TEXT NOT NULL DEFAULT ''
+  account TEXT NOT NULL DEFAULT '',
+  idempotency_key TEXT NOT NULL DEFAULT '',
+  kube_namespace TEXT NOT NULL DEFAULT '',
+  pod TEXT NOT NULL DEFAULT '',
+  claim TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS usage_records (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -83,6 +89,11 @@ ALTER TABLE usage_records ADD COLUMN account TEXT NOT NULL DEFAULT '';
 PRAGMA user_version=2;
 COMMIT;
 )sql";
+
+// Version 2..4 → 5: the slice columns a database may lack, each added empty (every slice keeps
+// its row, with no key and no Kubernetes labels). Added only where missing, so a database that
+// has some already (an interrupted copy, a test's) migrates too.
+constexpr const char* kColumnsOf5[] = {"idempotency_key", "kube_namespace", "pod", "claim"};
 
 // A prepared statement, finalized on scope exit.
 class Statement {
@@ -150,6 +161,23 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, uint64_t res
     if (Status status = store->Exec(kMigrateFrom1); !status.ok()) {
       (void)store->Exec("ROLLBACK;");
       return Status::Internal("cannot migrate " + path + " to schema 2: " + status.message());
+    }
+    found = 2;
+  }
+  if (found >= 2 && found < 5) {
+    std::string migrate = "BEGIN IMMEDIATE;";
+    for (const char* column : kColumnsOf5) {
+      Statement has(db, "SELECT 1 FROM pragma_table_info('slices') WHERE name = ?;");
+      if (!has.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db));
+      BindText(has.get(), 1, column);
+      if (sqlite3_step(has.get()) != SQLITE_ROW) {
+        migrate += std::string("ALTER TABLE slices ADD COLUMN ") + column + " TEXT NOT NULL DEFAULT '';";
+      }
+    }
+    migrate += "PRAGMA user_version=5; COMMIT;";
+    if (Status status = store->Exec(migrate); !status.ok()) {
+      (void)store->Exec("ROLLBACK;");
+      return Status::Internal("cannot migrate " + path + " to schema 5: " + status.message());
     }
   }
   if (Status status = store->Exec(kSchema); !status.ok()) return status;
@@ -275,7 +303,8 @@ bool Store::InsertSlice(const SliceRecord& slice) {
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
                    "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, "
-                   "accounted_busy_ns, job, user_name, account) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
+                   "accounted_busy_ns, job, user_name, account, idempotency_key, kube_namespace, pod, claim) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
   if (!insert.ok()) return false;
   sqlite3_stmt* s = insert.get();
   BindText(s, 1, slice.id);
@@ -294,6 +323,10 @@ bool Store::InsertSlice(const SliceRecord& slice) {
   sqlite3_bind_int64(s, 14, slice.accounted_until_ms);
   sqlite3_bind_int64(s, 15, static_cast<sqlite3_int64>(slice.accounted_busy_ns));
   BindLabels(s, 16, slice.labels);
+  BindText(s, 19, slice.idempotency_key);
+  BindText(s, 20, slice.kube.kube_namespace);
+  BindText(s, 21, slice.kube.pod);
+  BindText(s, 22, slice.kube.claim);
   return sqlite3_step(s) == SQLITE_DONE;
 }
 
@@ -349,7 +382,7 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
   Statement select(db_,
                    "SELECT id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, owner_uid, owner_pid, "
                    "owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, accounted_busy_ns, job, "
-                   "user_name, account FROM slices "
+                   "user_name, account, idempotency_key, kube_namespace, pod, claim FROM slices "
                    "ORDER BY created_unix_ms, id;");
   if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   std::vector<SliceRecord> slices;
@@ -373,6 +406,8 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
     slice.accounted_until_ms = sqlite3_column_int64(s, 13);
     slice.accounted_busy_ns = static_cast<uint64_t>(sqlite3_column_int64(s, 14));
     slice.labels = {Text(s, 15), Text(s, 16), Text(s, 17)};
+    slice.idempotency_key = Text(s, 18);
+    slice.kube = {Text(s, 19), Text(s, 20), Text(s, 21)};
     slices.push_back(std::move(slice));
   }
   if (rc != SQLITE_DONE) return Status::Corrupt(std::string("state database: ") + sqlite3_errmsg(db_));

@@ -233,6 +233,35 @@ TEST_F(StoreTest, ADatabaseFromANewerAgentIsRefused) {
   EXPECT_EQ(store.status().code(), StatusCode::kVersionMismatch);
 }
 
+// A database of schema 4 (before idempotency keys and Kubernetes labels) gets the columns, empty,
+// keeping its slices; new slices store and read them back.
+TEST_F(StoreTest, ASchemaFourDatabaseGainsKeysAndKubernetesLabels) {
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(Path());
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ASSERT_TRUE((*store)->PutSlice(Sample("s1")).ok());
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Path().c_str(), &db), SQLITE_OK);
+    const char* v4 = "ALTER TABLE slices DROP COLUMN idempotency_key; ALTER TABLE slices DROP COLUMN kube_namespace;"
+                     "ALTER TABLE slices DROP COLUMN pod; ALTER TABLE slices DROP COLUMN claim; PRAGMA user_version=4;";
+    ASSERT_EQ(sqlite3_exec(db, v4, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  Result<std::unique_ptr<Store>> store = Store::Open(Path());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  SliceRecord labelled = Sample("s2");
+  labelled.idempotency_key = "uid-1/claim";
+  labelled.kube = {"ml", "trainer-0", "gpu-claim"};
+  ASSERT_TRUE((*store)->PutSlice(labelled).ok());
+  Result<std::vector<SliceRecord>> slices = (*store)->Slices();
+  ASSERT_TRUE(slices.ok());
+  ASSERT_EQ(slices->size(), 2u);
+  EXPECT_EQ((*slices)[0], Sample("s1")) << "kept, with no key and no labels";
+  EXPECT_EQ((*slices)[1], labelled);
+}
+
 TEST_F(StoreTest, GarbageIsNotADatabase) {
   { std::ofstream(Path()) << "this is not sqlite, not even close, but long enough to have a header......"; }
   Result<std::unique_ptr<Store>> store = Store::Open(Path());
