@@ -7,11 +7,12 @@
 #include <utility>
 #include <vector>
 
+#include "api/types.h"
 #include "core/status.h"
 
 namespace fgpu::slurm {
 
-using EnvList = std::vector<std::pair<std::string, std::string>>;
+using EnvList = api::Env;
 
 struct GrantedSlice {
   std::string id;
@@ -19,9 +20,10 @@ struct GrantedSlice {
   EnvList env;      // FGPU_SLICE, CUDA_VISIBLE_DEVICES, LD_PRELOAD, ... (the agent's "env")
 };
 
-// 201 with a slice: the slice. 201 without an id or an "env" object of strings: Internal (the
-// agent is too old for this plugin). Any other status: ResourceExhausted (409), NotFound (404)
-// or InvalidArgument (other 4xx/5xx) carrying the agent's {"error": ...} text (or the body).
+// 201 with a slice: the slice (read by src/api's codec). 201 without an id or an "env" object of
+// strings: Internal (the agent is too old for this plugin). Any other status: the Status
+// api::StatusOfReply gives it (409 ResourceExhausted, 404 NotFound, 400 InvalidArgument, ...),
+// carrying the agent's {"error": ...} text (or the body).
 Result<GrantedSlice> ParseCreateReply(int status, const std::string& body);
 
 // GET /v1/slices/{id}: 200 with a slice is the slice; otherwise as ParseCreateReply.

@@ -35,9 +35,12 @@ TEST(AgentReply, RefusalsCarryTheAgentsWords) {
   Result<GrantedSlice> unknown = ParseCreateReply(404, R"({"error":"unknown GPU 7"})");
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
   Result<GrantedSlice> bad = ParseCreateReply(400, R"({"error":"unknown field \"job\""})");
-  EXPECT_EQ(bad.status().message(), "unknown field \"job\" (HTTP 400)");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "unknown field \"job\"");
+  EXPECT_EQ(ParseCreateReply(403, R"({"error":"not yours"})").status().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(ParseCreateReply(500, "").status().message(), "HTTP status 500 (HTTP 500)");
-  EXPECT_EQ(ParseCreateReply(503, "busy").status().message(), "busy (HTTP 503)");
+  EXPECT_EQ(ParseCreateReply(503, "busy").status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(ParseCreateReply(503, "busy").status().message(), "busy");
 }
 
 }  // namespace

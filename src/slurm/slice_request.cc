@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include <nlohmann/json.hpp>
+#include "api/codec.h"
 
 namespace fgpu::slurm {
 
@@ -35,22 +35,19 @@ std::string TenantOf(const StepIdentity& step) {
 }
 
 std::string BuildSliceRequest(const SliceOptions& options, const std::string& gpu, const StepIdentity& step) {
-  nlohmann::json request = {
-      {"memory", options.memory_bytes.value_or(0)},
-      {"gpu", gpu},
-      {"release_on_exit", true},
-      {"job", StepLabel(step.job_id, step.step_id)},
-      {"owner", step.uid},
-  };
-  const std::pair<const char*, std::string> names[] = {{"tenant", TenantOf(step)},
-                                                      {"user", AgentName(step.user, true)},
-                                                      {"account", AgentName(step.account, true)}};
-  for (const auto& [key, value] : names) {
-    if (!value.empty()) request[key] = value;
-  }
-  if (options.compute_percent) request["compute"] = *options.compute_percent;
-  if (options.tier) request["tier"] = *options.tier;
-  return request.dump();
+  api::SliceRequest request;
+  request.memory_bytes = options.memory_bytes.value_or(0);
+  request.gpu = gpu;
+  request.release_on_exit = true;
+  request.labels.job = StepLabel(step.job_id, step.step_id);
+  // Empty names are left out (the codec writes only labels that are set), as the agent asks.
+  request.labels.user = AgentName(step.user, true);
+  request.labels.account = AgentName(step.account, true);
+  if (const std::string tenant = TenantOf(step); !tenant.empty()) request.tenant = tenant;
+  request.owner = step.uid;
+  request.compute = options.compute_percent;
+  request.tier = options.tier;
+  return api::ToJson(request).dump();
 }
 
 }  // namespace fgpu::slurm

@@ -1,7 +1,7 @@
 #include "slurm/step_slice.h"
 
-#include <nlohmann/json.hpp>
-
+#include "api/agent_client.h"
+#include "api/codec.h"
 #include "core/units.h"
 #include "net/http_client.h"
 
@@ -66,12 +66,10 @@ Result<GrantedSlice> AdoptSlice(const std::string& id, const StepIdentity& step,
   if (!answer.ok()) return Status::Unavailable("cannot read the job's slice " + id + ": " + answer.status().message());
   Result<GrantedSlice> slice = ParseGetReply(answer->status, answer->body);
   if (!slice.ok()) return slice;
-  const nlohmann::json record = nlohmann::json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
+  Result<api::Slice> record = api::ParseText<api::Slice>(answer->body);  // parsed once already: it is one
   const std::string job_prefix = std::to_string(step.job_id) + ".";
-  const bool this_job = record.is_object() && record.contains("job") && record["job"].is_string() &&
-                        record["job"].get<std::string>().rfind(job_prefix, 0) == 0;
-  const bool this_user = record.is_object() && record.contains("owner_uid") && record["owner_uid"].is_number_integer() &&
-                         record["owner_uid"].get<int64_t>() == static_cast<int64_t>(step.uid);
+  const bool this_job = record.ok() && record->labels.job.rfind(job_prefix, 0) == 0;
+  const bool this_user = record.ok() && record->details && record->details->owner_uid == static_cast<int64_t>(step.uid);
   if (!this_job || !this_user) {
     return Status::PermissionDenied("slice " + id + " is not a slice of job " + std::to_string(step.job_id) +
                                     " and its user");
@@ -80,19 +78,19 @@ Result<GrantedSlice> AdoptSlice(const std::string& id, const StepIdentity& step,
 }
 
 Status JoinSlice(const std::string& id, const AgentCall& agent) {
-  Result<net::HttpResponse> answer = agent("POST", "/v1/slices/" + id + "/join", "");
-  if (!answer.ok()) return Status::Unavailable("cannot join slice " + id + ": " + answer.status().message());
-  if (answer->status == 200) return Status::Ok();
-  return Status::Internal("cannot join slice " + id + ": HTTP " + std::to_string(answer->status) + " " +
-                          answer->body.substr(0, 200));
+  Result<api::JoinReply> joined = api::AgentClient(agent).JoinSlice(id);
+  if (joined.ok()) return Status::Ok();
+  if (joined.status().code() == StatusCode::kUnavailable) {
+    return Status::Unavailable("cannot join slice " + id + ": " + joined.status().message());
+  }
+  return Status::Internal("cannot join slice " + id + ": " + joined.status().message());
 }
 
 Status ReleaseSlice(const std::string& id, const AgentCall& agent) {
-  Result<net::HttpResponse> answer = agent("DELETE", "/v1/slices/" + id, "");
-  if (!answer.ok()) return Status::Unavailable("cannot release slice " + id + ": " + answer.status().message());
-  if (answer->status == 204 || answer->status == 200 || answer->status == 404) return Status::Ok();
-  return Status::Internal("cannot release slice " + id + ": HTTP " + std::to_string(answer->status) + " " +
-                          answer->body.substr(0, 200));
+  const Status released = api::AgentClient(agent).DeleteSlice(id);
+  if (released.ok() || released.code() == StatusCode::kNotFound) return Status::Ok();
+  if (released.code() == StatusCode::kUnavailable) return Status::Unavailable("cannot release slice " + id + ": " + released.message());
+  return Status::Internal("cannot release slice " + id + ": " + released.message());
 }
 
 }  // namespace fgpu::slurm

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "api/agent_client.h"
 #include "core/status.h"
 #include "net/http_message.h"
 #include "slurm/agent_reply.h"
@@ -19,8 +20,8 @@
 
 namespace fgpu::slurm {
 
-using AgentCall = std::function<Result<net::HttpResponse>(const std::string& method, const std::string& target,
-                                                          const std::string& body)>;
+// One exchange with the agent (api::Transport): what api::AgentClient calls through.
+using AgentCall = api::Transport;
 
 // Calls over the agent's Unix socket, each bounded by `timeout_ms` once connected.
 AgentCall UnixAgent(const std::string& socket_path, int timeout_ms);
