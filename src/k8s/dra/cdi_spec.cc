@@ -49,12 +49,14 @@ std::string CdiSpecPath(const std::string& dir, const std::string& claim_uid) {
   return dir + "/" + kSpecPrefix + claim_uid + kSpecSuffix;
 }
 
-Status WriteCdiSpec(const std::string& path, const json& spec) {
-  const std::string text = spec.dump(2) + "\n";
+Status WriteCdiSpec(const std::string& path, const json& spec) { return WriteJsonAtomically(path, spec, 0644); }
+
+Status WriteJsonAtomically(const std::string& path, const json& object, unsigned mode) {
+  const std::string text = object.dump(2) + "\n";
   const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Errno("cannot create", temporary);
-  ::fchmod(fd, 0644);
+  ::fchmod(fd, static_cast<mode_t>(mode));
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);

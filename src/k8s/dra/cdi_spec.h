@@ -40,6 +40,9 @@ nlohmann::json BuildCdiSpec(const std::vector<CdiDevice>& devices);
 // Where a claim's spec lives: "<dir>/gpu.fgpu.io-<claim uid>.json".
 std::string CdiSpecPath(const std::string& dir, const std::string& claim_uid);
 
+// Writes `object` to `path` atomically: a temporary file, flushed, renamed over it; `mode` set.
+Status WriteJsonAtomically(const std::string& path, const nlohmann::json& object, unsigned mode);
+
 // Writes the spec atomically (a temporary file renamed over it, 0644: the runtime reads it) and
 // removes it; removing one that is gone is not an error.
 Status WriteCdiSpec(const std::string& path, const nlohmann::json& spec);

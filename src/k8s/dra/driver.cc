@@ -1,7 +1,5 @@
 #include "k8s/dra/driver.h"
 
-#include <unistd.h>
-
 #include <set>
 
 #include "k8s/dra/cdi_spec.h"
@@ -10,8 +8,6 @@ namespace fgpu::k8s {
 namespace {
 
 using nlohmann::json;
-
-bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 // The uid the pod's containers run as, when the pod says so (pod level, else the first
 // container that sets it).
@@ -96,31 +92,12 @@ int64_t DraDriver::OwnerOf(const ClaimAllocation& claim, const SliceParameters& 
   return options_.default_owner_uid;
 }
 
-CdiDevice DraDriver::CdiDeviceOf(const std::string& name, const GrantedSlice& slice, const std::string& gpu_uuid) const {
-  CdiDevice device;
-  device.name = name;
-  device.env = slice.env;
-  device.mounts.push_back({slice.dir, /*read_only=*/true});
-  // The ledger is the one file the workload writes: charged by the interposer in every process.
-  device.mounts.push_back({slice.dir + "/ledger", /*read_only=*/false});
-  for (const auto& [variable, value] : slice.env) {
-    if (variable == "LD_PRELOAD" && !value.empty() && value.find(':') == std::string::npos && Exists(value)) {
-      device.mounts.push_back({value, true});
-    }
-  }
-  for (const std::string& path : options_.read_only_files) {
-    if (Exists(path)) device.mounts.push_back({path, true});
-  }
+int DraDriver::IndexOfGpu(const std::string& gpu_uuid) const {
   std::lock_guard lock(mutex_);
-  if (auto gpu = std::find_if(devices_.begin(), devices_.end(), [&](const auto& entry) { return entry.second.uuid == gpu_uuid; });
-      gpu != devices_.end()) {
-    const std::string node = "/dev/nvidia" + std::to_string(gpu->second.index);
-    if (Exists(node)) device.device_nodes.push_back(node);
+  for (const auto& [name, gpu] : devices_) {
+    if (gpu.uuid == gpu_uuid) return gpu.index;
   }
-  for (const std::string& path : options_.control_device_nodes) {
-    if (Exists(path)) device.device_nodes.push_back(path);
-  }
-  return device;
+  return -1;
 }
 
 Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref) {
@@ -165,7 +142,7 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
                                                device.device + ": " + slice.status().message());
     }
     const std::string cdi_name = ref.uid + "-" + device.device + (device.share_id.empty() ? "" : "-" + device.share_id);
-    cdi_devices.push_back(CdiDeviceOf(cdi_name, *slice, gpus[i]));
+    cdi_devices.push_back(ContainerEditsFor(cdi_name, *slice, IndexOfGpu(gpus[i]), options_.edits));
     prepared.push_back({device.request, device.pool, device.device, CdiIdOf(cdi_name), slice->id});
   }
   if (Status written = WriteCdiSpec(CdiSpecPath(options_.cdi_dir, ref.uid), BuildCdiSpec(cdi_devices)); !written.ok()) {

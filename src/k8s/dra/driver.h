@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "k8s/dra/cdi_spec.h"
 #include "k8s/dra/claim.h"
+#include "k8s/dra/container_edits.h"
 #include "k8s/dra/ports.h"
 
 namespace fgpu::k8s {
@@ -25,13 +26,9 @@ struct DraOptions {
   std::string driver = kDriverName;
   std::string node;  // the node's name: also its pool's
   std::string cdi_dir = "/var/run/cdi";
-  // Files the workload reads, mounted read-only at the same path (the node configuration the
-  // interposer trusts, the agent's board socket); missing ones are left out.
-  std::vector<std::string> read_only_files;
+  EditsOptions edits;
   // The uid a slice's ledger is given when neither the claim's parameters nor the pod name one.
   int64_t default_owner_uid = 0;
-  // Device nodes for a GPU: "/dev/nvidia<index>" and these; only those that exist are listed.
-  std::vector<std::string> control_device_nodes = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"};
 };
 
 struct PreparedDevice {
@@ -83,7 +80,7 @@ class DraDriver {
   Result<std::vector<PreparedDevice>> PrepareLocked(const ClaimRef& claim);
   Result<std::string> GpuOfDevice(const std::string& device);
   int64_t OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters);
-  CdiDevice CdiDeviceOf(const std::string& name, const GrantedSlice& slice, const std::string& gpu_uuid) const;
+  int IndexOfGpu(const std::string& gpu_uuid) const;
   std::shared_ptr<std::mutex> ClaimLock(const std::string& uid);
   Status ReleaseClaim(const std::string& uid);
 

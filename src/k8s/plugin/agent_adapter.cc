@@ -1,0 +1,77 @@
+#include "k8s/plugin/agent_adapter.h"
+
+namespace fgpu::k8s {
+namespace {
+
+GrantedSlice GrantedOf(const api::Slice& slice) {
+  GrantedSlice granted;
+  granted.id = slice.id;
+  granted.gpu_uuid = slice.gpu;
+  if (slice.details) {
+    granted.key = slice.details->idempotency_key;
+    granted.dir = slice.details->dir;
+    granted.env = slice.details->env;
+  }
+  return granted;
+}
+
+}  // namespace
+
+Result<GrantedSlice> AgentAdapter::Create(const SliceOrder& order) {
+  api::SliceRequest request;
+  request.memory_bytes = order.memory_bytes;
+  request.compute = order.compute_percent;
+  request.compute_mode = order.compute_mode;
+  request.tier = order.tier;
+  if (!order.tenant.empty()) request.tenant = order.tenant;
+  request.gpu = order.gpu_uuid;
+  request.idempotency_key = order.key;
+  if (order.owner_uid) request.owner = static_cast<uint32_t>(*order.owner_uid);
+  request.labels.kube_namespace = order.namespace_name;
+  request.labels.pod = order.pod;
+  request.labels.claim = order.claim;
+  Result<api::CreateReply> reply = client_.CreateSlice(request);
+  if (!reply.ok()) return reply.status();
+  if (!reply->slice) return Status::Internal("the agent queued a request that did not ask to wait");
+  GrantedSlice granted = GrantedOf(*reply->slice);
+  if (granted.dir.empty()) {
+    return Status::PermissionDenied("the agent did not show slice " + granted.id +
+                                    "'s details: the plugin must reach it as an admin (root, over its Unix socket)");
+  }
+  return granted;
+}
+
+Result<std::vector<GrantedSlice>> AgentAdapter::List(const std::string& key_prefix) {
+  Result<std::vector<api::Slice>> slices = client_.ListSlices();
+  if (!slices.ok()) return slices.status();
+  std::vector<GrantedSlice> ours;
+  for (const api::Slice& slice : *slices) {
+    GrantedSlice granted = GrantedOf(slice);
+    if (!granted.key.empty() && granted.key.rfind(key_prefix, 0) == 0) ours.push_back(std::move(granted));
+  }
+  return ours;
+}
+
+Status AgentAdapter::Delete(const std::string& id) {
+  Status deleted = client_.DeleteSlice(id);
+  if (deleted.code() == StatusCode::kNotFound) return Status::Ok();
+  return deleted;
+}
+
+Result<std::vector<PublishedGpu>> AgentAdapter::Gpus() {
+  Result<std::vector<api::Gpu>> gpus = client_.ListGpus();
+  if (!gpus.ok()) return gpus.status();
+  std::vector<PublishedGpu> published;
+  for (const api::Gpu& gpu : *gpus) {
+    PublishedGpu entry;
+    entry.uuid = gpu.uuid;
+    entry.index = gpu.index;
+    entry.product = gpu.name;
+    entry.memory_bytes = gpu.memory_total;
+    entry.shareable = !gpu.exclusive && gpu.fenced.empty();
+    published.push_back(std::move(entry));
+  }
+  return published;
+}
+
+}  // namespace fgpu::k8s

@@ -1,0 +1,27 @@
+// The DRA driver's view of the API server (ClusterReader, SliceStore) over KubeClient.
+#pragma once
+
+#include "k8s/client/kube_client.h"
+#include "k8s/dra/ports.h"
+
+namespace fgpu::k8s {
+
+inline constexpr const char* kResourceApi = "/apis/resource.k8s.io/v1";
+
+class KubeAdapter : public ClusterReader, public SliceStore {
+ public:
+  explicit KubeAdapter(const KubeClient* client) : client_(client) {}
+
+  Result<nlohmann::json> GetClaim(const std::string& namespace_name, const std::string& name) override;
+  Result<nlohmann::json> GetPod(const std::string& namespace_name, const std::string& name) override;
+  Result<std::vector<nlohmann::json>> ListClaims() override;
+
+  Result<nlohmann::json> Get(const std::string& name) override;
+  Result<nlohmann::json> Create(const nlohmann::json& object) override;
+  Result<nlohmann::json> Update(const nlohmann::json& object) override;
+
+ private:
+  const KubeClient* client_;
+};
+
+}  // namespace fgpu::k8s
