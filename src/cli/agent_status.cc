@@ -63,6 +63,14 @@ std::string SliceNote(const json& slice) {
   return text;
 }
 
+// A Kubernetes slice's pod: "namespace/pod" and its claim in brackets; "" for any other slice.
+std::string PodOf(const json& slice) {
+  const std::string pod = slice.value("pod", "");
+  if (pod.empty()) return "";
+  const std::string claim = slice.value("claim", "");
+  return slice.value("namespace", "") + "/" + pod + (claim.empty() ? "" : " (" + claim + ")");
+}
+
 // Below the table: which slices are starved and what that means.
 std::string StarvedLine(const json& slices) {
   std::string ids;
@@ -81,7 +89,10 @@ std::string RenderSliceTable(const json& slices, const std::map<std::string, dou
   const bool throttled = std::any_of(slices.begin(), slices.end(), [](const json& slice) {
     return slice.contains("compute_throttled_seconds");
   });
+  // Only where a slice serves a Kubernetes pod: Slurm and fgpu run slices keep their table.
+  const bool pods = std::any_of(slices.begin(), slices.end(), [](const json& slice) { return !PodOf(slice).empty(); });
   std::vector<std::string> header = {"SLICE", "GPU", "TENANT", "TIER", "MEMORY USED / CAP", "COMPUTE", "PROCS"};
+  if (pods) header.insert(header.begin() + 3, "POD");
   if (achieved != nullptr) header.push_back("ACHIEVED");
   if (throttled) header.push_back("THROTTLED");
   header.push_back("NOTE");
@@ -98,6 +109,7 @@ std::string RenderSliceTable(const json& slices, const std::map<std::string, dou
             " / " + FormatByteSize(slice.value("memory_bytes", uint64_t{0})),
         Percent(slice.value("compute", 0)) + " " + slice.value("compute_mode", ""),
         slice.contains("processes") ? std::to_string(slice.value("processes", 0)) : "-"};
+    if (pods) row.insert(row.begin() + 3, PodOf(slice));
     if (achieved != nullptr) {
       const auto it = achieved->find(id);
       row.push_back(it == achieved->end() ? "-" : Percent(it->second));

@@ -48,6 +48,18 @@ TEST(AgentStatusTest, AnOlderAgentWithoutTheFieldsGetsNeitherColumn) {
   EXPECT_NE(text.find("s1"), std::string::npos) << text;
 }
 
+TEST(AgentStatusTest, AKubernetesSliceShowsItsPodAndClaim) {
+  const json slices = json::parse(R"([
+      {"id":"s1","gpu":"GPU-a","tenant":"t","tier":"standard","memory_bytes":1073741824,"compute":10,
+       "compute_mode":"share","namespace":"ml","pod":"trainer-0","claim":"gpu"},
+      {"id":"s2","gpu":"GPU-a","tenant":"t","tier":"batch","memory_bytes":1073741824,"compute":10,
+       "compute_mode":"share","namespace":"","pod":"","claim":""}])");
+  const std::string table = RenderSliceTable(slices);
+  EXPECT_NE(table.find("POD"), std::string::npos) << table;
+  EXPECT_NE(table.find("ml/trainer-0 (gpu)"), std::string::npos) << table;
+  EXPECT_EQ(RenderSliceTable(json::array({slices[1]})).find("POD"), std::string::npos) << "no pod, no column";
+}
+
 TEST(AgentStatusTest, AnUnreadableLedgerIsNoted) {
   const json slices = json::parse(R"([{"id":"s1","ledger_readable":false}])");
   EXPECT_NE(RenderSliceTable(slices).find("ledger unreadable"), std::string::npos);

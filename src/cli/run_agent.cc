@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "api/agent_client.h"
+#include "api/workload_env.h"
 #include "cli/agent_status.h"
 #include "cli/exit_codes.h"
 #include "cli/run_workload.h"
@@ -24,69 +27,72 @@ constexpr int kCallTimeoutMs = 10000;
 std::atomic<bool> g_interrupted{false};
 void NoteInterrupt(int) { g_interrupted.store(true); }
 
-std::string ErrorText(const json& body) {
-  return body.is_object() && body.contains("error") && body["error"].is_string() ? body["error"].get<std::string>()
-                                                                                 : body.dump();
-}
-
 // "40%" of the GPU the slice will go on: the named one, else the first (a node's GPUs are alike).
-Result<uint64_t> MemoryBytes(const RunOptions& options, const net::Endpoint& agent) {
+Result<uint64_t> MemoryBytes(const RunOptions& options, const api::AgentClient& agent) {
   // A size needs no GPU to check it; the agent knows what fits.
   if (options.memory.empty() || options.memory.back() != '%') return ParseMemoryLimit(options.memory, UINT64_MAX);
-  int status = 0;
-  Result<json> gpus = CallAgent(agent, "GET", "/v1/gpus", "", &status);
+  Result<std::vector<api::Gpu>> gpus = agent.ListGpus();
   if (!gpus.ok()) return gpus.status();
-  if (status != 200 || !gpus->is_array() || gpus->empty()) return Status::Unavailable("the agent lists no GPU");
-  uint64_t total = (*gpus)[0]["memory_total"].get<uint64_t>();
-  for (const json& gpu : *gpus) {
-    if (gpu["uuid"] == options.device || std::to_string(gpu["index"].get<int>()) == options.device) {
-      total = gpu["memory_total"].get<uint64_t>();
-    }
+  if (gpus->empty()) return Status::Unavailable("the agent lists no GPU");
+  uint64_t total = gpus->front().memory_total;
+  for (const api::Gpu& gpu : *gpus) {
+    if (gpu.uuid == options.device || std::to_string(gpu.index) == options.device) total = gpu.memory_total;
   }
   return ParseMemoryLimit(options.memory, total);
 }
 
-Result<json> Request(const RunOptions& options, uint64_t memory) {
-  json request = {{"memory", memory},        {"compute_mode", options.compute_mode}, {"tier", options.tier},
-                  {"tenant", options.tenant}, {"release_on_exit", true},             {"wait", options.wait}};
+Result<api::SliceRequest> Request(const RunOptions& options, uint64_t memory) {
+  api::SliceRequest request;
+  request.memory_bytes = memory;
+  request.compute_mode = options.compute_mode;
+  request.tier = options.tier;
+  request.tenant = options.tenant;
+  request.release_on_exit = true;
+  request.wait = options.wait;
   if (!options.compute.empty()) {
     Result<uint32_t> share = ParseComputeShare(options.compute);
     if (!share.ok()) return share.status();
-    request["compute"] = *share;
+    request.compute = *share;
   }
-  if (!options.device.empty()) request["gpu"] = options.device;
+  if (!options.device.empty()) request.gpu = options.device;
   return request;
 }
 
 // Polls a queued request until it is placed; SIGINT/SIGTERM give the place up.
-Result<json> WaitInQueue(const net::Endpoint& agent, const std::string& ticket, int position) {
+Result<api::Slice> WaitInQueue(const api::AgentClient& agent, const api::QueueTicket& ticket) {
   struct sigaction action {};
   action.sa_handler = NoteInterrupt;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  int position = ticket.position;
   std::cerr << "fgpu run: no GPU has room; waiting in the agent's queue (position " << position << ")\n";
   while (!g_interrupted.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    int status = 0;
-    Result<json> answer = CallAgent(agent, "GET", "/v1/queue/" + ticket, "", &status);
-    if (!answer.ok()) return answer.status();
-    if (status == 201) return *answer;
-    if (status != 200) return Status::Unavailable("the agent lost the queued request: " + ErrorText(*answer));
-    const int now = (*answer)["position"].get<int>();
+    Result<api::CreateReply> answer = agent.PollTicket(ticket.ticket);
+    if (!answer.ok()) {
+      if (answer.status().code() == StatusCode::kNotFound) {
+        return Status::Unavailable("the agent lost the queued request: " + answer.status().message());
+      }
+      return answer.status();
+    }
+    if (answer->slice) return *answer->slice;
+    const int now = answer->ticket->position;
     if (now != position) std::cerr << "fgpu run: queue position " << now << "\n";
     position = now;
   }
-  int ignored = 0;
-  (void)CallAgent(agent, "DELETE", "/v1/queue/" + ticket, "", &ignored);
+  (void)agent.CancelTicket(ticket.ticket);
   return Status::Unavailable("interrupted while waiting");
 }
 
 // What the agent's refusal of the slice means for the user: a request larger than every GPU
 // (or than the named one) can never fit, a usage error; no room now is a refusal, with the room
 // that is free and, unless asked already, --wait.
-int ReportRefusal(const RunOptions& options, const net::Endpoint& agent, const json& answer, int status, uint64_t memory) {
-  std::cerr << "fgpu run: the agent refused the slice: " << ErrorText(answer) << "\n";
-  if (status != 409) return status == 400 || status == 404 ? kExitUsage : kExitFailure;
+int ReportRefusal(const RunOptions& options, const net::Endpoint& agent, const Status& refusal, uint64_t memory) {
+  std::cerr << "fgpu run: the agent refused the slice: " << refusal.message() << "\n";
+  if (refusal.code() != StatusCode::kResourceExhausted) {
+    return refusal.code() == StatusCode::kInvalidArgument || refusal.code() == StatusCode::kNotFound ? kExitUsage
+                                                                                                       : kExitFailure;
+  }
   Result<json> gpus = GetFromAgent(agent, "/v1/gpus");
   if (!gpus.ok()) return kExitFailure;
   if (LargerThanEveryGpu(*gpus, memory, options.device)) {
@@ -99,27 +105,23 @@ int ReportRefusal(const RunOptions& options, const net::Endpoint& agent, const j
   return kExitFailure;
 }
 
-// The slice's whole "env" from the agent, applied over this shell's; an older agent that sends
-// none gets the three variables every slice needs. The interposer is this fgpu's when the agent
-// names none.
-Result<Environment> SliceEnvironment(const json& slice) {
-  const auto env = slice.find("env");
-  const bool named = env != slice.end() && env->is_object() && env->contains("LD_PRELOAD") &&
-                     (*env)["LD_PRELOAD"].is_string() && !(*env)["LD_PRELOAD"].get<std::string>().empty();
+// The slice's "env" from the agent, applied over this shell's as every launcher applies it
+// (AgentSliceEnvironment: api/workload_env.h's merge). The interposer is this fgpu's when the
+// agent names none; an older agent that sends no env gets the three variables every slice needs.
+Result<Environment> SliceEnvironment(const api::Slice& slice) {
+  const api::Env env = slice.details && !slice.details->env.empty()
+                           ? slice.details->env
+                           : api::SliceEnv({}, slice.details ? slice.details->dir : "", slice.gpu);
+  const bool named = std::any_of(env.begin(), env.end(), [](const auto& entry) {
+    return entry.first == "LD_PRELOAD" && !entry.second.empty();
+  });
   std::string own_hook;
   if (!named) {
     Result<std::string> hook = ResolveHookLibrary();
     if (!hook.ok()) return hook.status();
     own_hook = *hook;
   }
-  if (env == slice.end() || !env->is_object()) {
-    return WorkloadEnvironment(own_hook, std::getenv("LD_PRELOAD"), slice["dir"], slice["gpu"]);
-  }
-  Environment from_agent;
-  for (const auto& [name, value] : env->items()) {
-    if (value.is_string()) from_agent.emplace_back(name, value.get<std::string>());
-  }
-  return AgentSliceEnvironment(from_agent, own_hook, std::getenv("LD_PRELOAD"), std::getenv("LD_LIBRARY_PATH"));
+  return AgentSliceEnvironment(env, own_hook, std::getenv("LD_PRELOAD"), std::getenv("LD_LIBRARY_PATH"));
 }
 
 }  // namespace
@@ -186,63 +188,58 @@ Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag, bool uni
   if (unix_socket_only) {
     if (Status socket = RequireUnixSocket(*endpoint); !socket.ok()) return socket;
   }
-  Result<net::HttpResponse> health = net::HttpCall(*endpoint, "GET", "/v1/health", "", kCallTimeoutMs);
-  if (!health.ok() || health->status != 200) {
+  Result<api::Health> health = api::AgentClient(*endpoint, kCallTimeoutMs).Health();
+  if (!health.ok()) {
     if (flag.empty() && from_env == nullptr) return std::optional<net::Endpoint>();  // a stale default socket
-    return Status::Unavailable("no agent answers at " + named +
-                               (health.ok() ? "" : ": " + health.status().message()));
+    return Status::Unavailable("no agent answers at " + named + ": " + health.status().message());
   }
   return std::optional<net::Endpoint>(*endpoint);
 }
 
-int RunThroughAgent(const RunOptions& options, const net::Endpoint& agent) {
-  if (Status socket = RequireUnixSocket(agent); !socket.ok()) {
+int RunThroughAgent(const RunOptions& options, const net::Endpoint& endpoint) {
+  if (Status socket = RequireUnixSocket(endpoint); !socket.ok()) {
     std::cerr << "fgpu run: " << socket.message() << "\n";
     return kExitUsage;
   }
+  const api::AgentClient agent(endpoint, kCallTimeoutMs);
   Result<uint64_t> memory = MemoryBytes(options, agent);
-  Result<json> request = memory.ok() ? Request(options, *memory) : Result<json>(memory.status());
+  Result<api::SliceRequest> request = memory.ok() ? Request(options, *memory) : Result<api::SliceRequest>(memory.status());
   if (!request.ok()) {
     std::cerr << "fgpu run: " << request.status().message() << "\n";
     return ExitCodeOf(request.status());
   }
-  int status = 0;
-  Result<json> answer = CallAgent(agent, "POST", "/v1/slices", request->dump(), &status);
+  Result<api::CreateReply> answer = agent.CreateSlice(*request);
   if (!answer.ok()) {
-    std::cerr << "fgpu run: the agent at " << net::ToString(agent) << ": " << answer.status().message() << "\n";
-    return kExitFailure;
-  }
-  if (status == 202) {
-    answer = WaitInQueue(agent, (*answer)["ticket"], (*answer)["position"].get<int>());
-    if (!answer.ok()) {
-      std::cerr << "fgpu run: " << answer.status().message() << "\n";
+    const Status& refused = answer.status();
+    if (refused.code() == StatusCode::kUnavailable || refused.code() == StatusCode::kInternal) {
+      std::cerr << "fgpu run: the agent at " << net::ToString(endpoint) << ": " << refused.message() << "\n";
       return kExitFailure;
     }
-  } else if (status != 201) {
-    return ReportRefusal(options, agent, *answer, status, *memory);
+    return ReportRefusal(options, endpoint, refused, *memory);
   }
-  const json& slice = *answer;
-  const std::string id = slice["id"];
-  std::cerr << "fgpu run: slice " << id << " on " << slice["gpu"].get<std::string>() << " ("
-            << FormatByteSize(slice["memory_bytes"].get<uint64_t>()) << ", " << slice["compute"].get<int>()
-            << " % compute, " << slice["tier"].get<std::string>() << ")\n";
+  Result<api::Slice> placed = answer->slice ? Result<api::Slice>(*answer->slice) : WaitInQueue(agent, *answer->ticket);
+  if (!placed.ok()) {
+    std::cerr << "fgpu run: " << placed.status().message() << "\n";
+    return kExitFailure;
+  }
+  const api::Slice& slice = *placed;
+  const std::string& id = slice.id;
+  std::cerr << "fgpu run: slice " << id << " on " << slice.gpu << " (" << FormatByteSize(slice.memory_bytes) << ", "
+            << slice.compute << " % compute, " << slice.tier << ")\n";
   // This process joins the slice before it starts the workload, which inherits the membership
   // (the slice's cgroup, and descent from a joined process): stop-loss signals members only.
-  int joined = 0;
-  Result<json> join = CallAgent(agent, "POST", "/v1/slices/" + id + "/join", "", &joined);
-  if (!join.ok() || joined != 200) {
-    std::cerr << "fgpu run: slice " << id << ": could not join it (" << (join.ok() ? ErrorText(*join) : join.status().message())
+  if (Result<api::JoinReply> joined = agent.JoinSlice(id); !joined.ok()) {
+    std::cerr << "fgpu run: slice " << id << ": could not join it (" << joined.status().message()
               << "); the agent cannot evict the workload, only release the slice\n";
   }
   Result<Environment> env = SliceEnvironment(slice);
   if (!env.ok()) {
     std::cerr << "fgpu run: " << env.status().message() << "\n";
-    (void)CallAgent(agent, "DELETE", "/v1/slices/" + id, "", &status);
+    (void)agent.DeleteSlice(id);
     return kExitFailure;
   }
   const int exit_code = RunWorkload(options.command, *env);
-  int deleted = 0;
-  if (!CallAgent(agent, "DELETE", "/v1/slices/" + id, "", &deleted).ok() || deleted != 204) {
+  if (!agent.DeleteSlice(id).ok()) {
     std::cerr << "fgpu run: could not release slice " << id << " (the agent releases it once every process exits)\n";
   }
   return exit_code;

@@ -1,8 +1,11 @@
 #include "cli/run_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
+#include "api/workload_env.h"
 #include "core/units.h"
 
 namespace fgpu::cli {
@@ -31,39 +34,34 @@ Result<uint64_t> ParseMemoryLimit(const std::string& text, uint64_t device_total
   return bytes;
 }
 
-Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_preload,
-                                const std::string& slice_dir, const std::string& gpu_uuid) {
-  std::string preload = hook_library;
-  if (ld_preload != nullptr && *ld_preload != '\0') preload.append(":").append(ld_preload);
-  return {{"LD_PRELOAD", preload}, {"FGPU_SLICE", slice_dir}, {"CUDA_VISIBLE_DEVICES", gpu_uuid}};
-}
-
 namespace {
 
-// `first` before `current` in a colon-separated search path, once.
-std::string PrependPath(const std::string& first, const char* current) {
-  if (current == nullptr || *current == '\0' || first == current) return first;
-  return first + ":" + current;
+// The current value of LD_PRELOAD and LD_LIBRARY_PATH as the caller read them (nullptr: unset).
+api::EnvLookup Current(const char* ld_preload, const char* ld_library_path) {
+  return [=](const std::string& name) -> std::optional<std::string> {
+    const char* value = name == "LD_PRELOAD" ? ld_preload : name == "LD_LIBRARY_PATH" ? ld_library_path : nullptr;
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  };
 }
 
 }  // namespace
 
+// Both are api/workload_env.h's slice environment and merge, the one every launcher uses.
+Environment WorkloadEnvironment(const std::string& hook_library, const char* ld_preload,
+                                const std::string& slice_dir, const std::string& gpu_uuid) {
+  return api::MergeEnv(api::SliceEnv({hook_library, {}}, slice_dir, gpu_uuid), Current(ld_preload, nullptr));
+}
+
 Environment AgentSliceEnvironment(const Environment& slice_env, const std::string& own_hook, const char* ld_preload,
                                   const char* ld_library_path) {
   Environment env;
-  bool preload_named = false;
   for (const auto& [name, value] : slice_env) {
-    if (name == "LD_PRELOAD") {
-      preload_named = !value.empty();
-      if (preload_named) env.emplace_back(name, PrependPath(value, ld_preload));
-    } else if (name == "LD_LIBRARY_PATH") {
-      env.emplace_back(name, PrependPath(value, ld_library_path));
-    } else {
-      env.emplace_back(name, value);
-    }
+    if (name != "LD_PRELOAD" || !value.empty()) env.emplace_back(name, value);
   }
-  if (!preload_named) env.insert(env.begin(), {"LD_PRELOAD", PrependPath(own_hook, ld_preload)});
-  return env;
+  const bool named = std::any_of(env.begin(), env.end(), [](const auto& entry) { return entry.first == "LD_PRELOAD"; });
+  if (!named) env.insert(env.begin(), {"LD_PRELOAD", own_hook});
+  return api::MergeEnv(env, Current(ld_preload, ld_library_path));
 }
 
 Environment SimulatorEnvironmentForWorkloads(const char* config, const char* segment, const char* ld_library_path) {
