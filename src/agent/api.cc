@@ -394,7 +394,9 @@ net::HttpResponse Api::ListGpus() {
   std::vector<api::Gpu> gpus;
   for (const GpuRoom& room : slices_->Rooms()) {
     gpus.push_back(api::Gpu{static_cast<int>(room.gpu.index), room.gpu.uuid, room.gpu.name, room.gpu.memory_total,
-                            room.memory_reserved, room.compute_reserved, room.exclusive, room.fenced, room.slices});
+                            room.memory_reserved, room.compute_reserved, room.exclusive, room.fenced, room.slices,
+                            room.gpu.compute_capability, room.gpu.driver_version, room.gpu.mig_capable,
+                            room.gpu.minor});
   }
   return Json(200, api::ToJson(gpus));
 }

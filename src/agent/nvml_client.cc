@@ -22,6 +22,10 @@ struct NvmlClient::Api {
   nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
   nvmlReturn_t (*process_utilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned*,
                                       unsigned long long) = nullptr;
+  nvmlReturn_t (*compute_capability)(nvmlDevice_t, int*, int*) = nullptr;
+  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
 
   template <typename Fn>
   bool Resolve(Fn* slot, const char* symbol, bool required = true) {
@@ -45,7 +49,11 @@ Result<std::shared_ptr<NvmlClient>> NvmlClient::Load() {
                         api->Resolve(&api->utilization, "nvmlDeviceGetUtilizationRates", /*required=*/false) &&
                         api->Resolve(&api->by_uuid, "nvmlDeviceGetHandleByUUID") &&
                         api->Resolve(&api->processes, "nvmlDeviceGetComputeRunningProcesses_v3", /*required=*/false) &&
-                        api->Resolve(&api->process_utilization, "nvmlDeviceGetProcessUtilization", /*required=*/false);
+                        api->Resolve(&api->process_utilization, "nvmlDeviceGetProcessUtilization", /*required=*/false) &&
+                        api->Resolve(&api->compute_capability, "nvmlDeviceGetCudaComputeCapability", false) &&
+                        api->Resolve(&api->mig_mode, "nvmlDeviceGetMigMode", false) &&
+                        api->Resolve(&api->minor, "nvmlDeviceGetMinorNumber", false) &&
+                        api->Resolve(&api->driver_version, "nvmlSystemGetDriverVersion", false);
   if (!resolved) {
     dlclose(api->handle);
     return Status::Unavailable("libnvidia-ml.so.1 lacks an entry point the agent needs");
@@ -68,6 +76,10 @@ Result<std::vector<GpuState>> NvmlClient::Gpus() const {
   unsigned count = 0;
   if (api_->count(&count) != NVML_SUCCESS) return Status::Unavailable("NVML cannot count the GPUs");
   std::vector<GpuState> gpus;
+  char driver_version[96] = {};
+  if (api_->driver_version != nullptr && api_->driver_version(driver_version, sizeof(driver_version)) != NVML_SUCCESS) {
+    driver_version[0] = '\0';
+  }
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t device = nullptr;
     char text[96] = {};
@@ -86,6 +98,18 @@ Result<std::vector<GpuState>> NvmlClient::Gpus() const {
     nvmlUtilization_t utilization{};
     if (api_->utilization != nullptr && api_->utilization(device, &utilization) == NVML_SUCCESS) {
       gpu.utilization_pct = static_cast<int>(utilization.gpu);
+    }
+    gpu.driver_version = driver_version;
+    int major = 0, minor = 0;
+    if (api_->compute_capability != nullptr && api_->compute_capability(device, &major, &minor) == NVML_SUCCESS) {
+      gpu.compute_capability = std::to_string(major) + "." + std::to_string(minor);
+    }
+    unsigned current = 0, pending = 0;
+    // Supported (any mode) means MIG capable; NOT_SUPPORTED means it is not.
+    gpu.mig_capable = api_->mig_mode != nullptr && api_->mig_mode(device, &current, &pending) == NVML_SUCCESS;
+    unsigned minor_number = 0;
+    if (api_->minor != nullptr && api_->minor(device, &minor_number) == NVML_SUCCESS) {
+      gpu.minor = static_cast<int>(minor_number);
     }
     gpus.push_back(std::move(gpu));
   }

@@ -23,6 +23,12 @@ struct GpuState {
   uint64_t memory_total = 0;
   uint64_t memory_used = 0;
   int utilization_pct = -1;  // -1: not reported
+  // What a scheduler selects GPUs by (the Kubernetes plugin's device attributes); empty or -1
+  // where this NVML does not say.
+  std::string compute_capability;  // "9.0"
+  std::string driver_version;      // the system's, "550.54.15"
+  bool mig_capable = false;
+  int minor = -1;  // /dev/nvidia<minor>
 };
 
 struct GpuProcess {

@@ -435,7 +435,11 @@ json ToJson(const Gpu& gpu) {
               {"compute_reserved", gpu.compute_reserved},
               {"exclusive", gpu.exclusive},
               {"fenced", gpu.fenced},
-              {"slices", gpu.slices}};
+              {"slices", gpu.slices},
+              {"compute_capability", gpu.compute_capability},
+              {"driver_version", gpu.driver_version},
+              {"mig_capable", gpu.mig_capable},
+              {"minor_number", gpu.minor_number}};
 }
 
 template <>
@@ -447,7 +451,11 @@ Result<Gpu> Parse<Gpu>(const json& body) {
                      ReadInteger(body, "memory_reserved", &gpu.memory_reserved),
                      ReadInteger(body, "compute_reserved", &gpu.compute_reserved),
                      ReadBool(body, "exclusive", &gpu.exclusive), ReadString(body, "fenced", &gpu.fenced),
-                     ReadInteger(body, "slices", &gpu.slices)});
+                     ReadInteger(body, "slices", &gpu.slices),
+                     ReadString(body, "compute_capability", &gpu.compute_capability),
+                     ReadString(body, "driver_version", &gpu.driver_version),
+                     ReadBool(body, "mig_capable", &gpu.mig_capable),
+                     ReadInteger(body, "minor_number", &gpu.minor_number)});
   if (!read.ok()) return Status::InvalidArgument("GPU " + gpu.uuid + ": " + read.message());
   return gpu;
 }

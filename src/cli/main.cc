@@ -2,6 +2,9 @@
 // subcommand's flags and work live in its own file (cli/commands.h).
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#ifdef FGPU_HAVE_K8S
+#include "cli/k8s_command.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace fgpu::cli;
@@ -37,6 +40,13 @@ int main(int argc, char** argv) {
   cli.AddLeaf(AddSliceDeleteFlags(slice, &slice_options), [&] { return RunSliceDelete(slice_options); });
   AgentOptions agent;
   cli.AddLeaf(AddAgentFlags(cli.root(), &agent), [&] { return RunAgent(agent); });
+#ifdef FGPU_HAVE_K8S
+  CLI::App& k8s_group = cli.AddGroup(cli.root(), "k8s", "The Kubernetes plugins: DRA kubelet plugin and device plugin");
+  K8sDraOptions k8s_dra;
+  cli.AddLeaf(AddK8sDraFlags(k8s_group, &k8s_dra), [&] { return RunK8sDra(k8s_dra); });
+  fgpu::k8s::DevicePluginOptions k8s_device_plugin;
+  cli.AddLeaf(AddK8sDevicePluginFlags(k8s_group, &k8s_device_plugin), [&] { return RunK8sDevicePlugin(k8s_device_plugin); });
+#endif
   cli.AddLeaf(AddVersionFlags(cli.root()), [] { return RunVersion(); });
   CompletionOptions completion;
   cli.AddLeaf(AddCompletionFlags(cli.root(), &completion), [&] { return RunCompletion(completion, cli.root()); });

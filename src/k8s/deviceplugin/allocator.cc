@@ -120,7 +120,11 @@ Result<CdiDevice> ShareAllocator::Allocate(const std::vector<std::string>& ids) 
   Result<GrantedSlice> slice = agent_->Create(order);
   if (!slice.ok()) return failed(slice.status());
   const auto gpu = std::find_if(gpus->begin(), gpus->end(), [&](const PublishedGpu& g) { return g.uuid == grant->gpu_uuid; });
-  return ContainerEditsFor(slice->id, *slice, gpu == gpus->end() ? -1 : gpu->index, options_.edits);
+  Result<CdiDevice> edits =
+      ContainerEditsFor(slice->id, *slice, gpu == gpus->end() ? -1 : (gpu->minor >= 0 ? gpu->minor : gpu->index),
+                        options_.edits);
+  if (!edits.ok()) return failed(edits.status());
+  return edits;
 }
 
 Result<std::vector<ShareDevice>> ShareAllocator::Devices() {

@@ -20,7 +20,7 @@ class FakeAgent : public SliceAgent {
       if (slice.key == order.key) return slice;
     }
     const std::string id = "s" + std::to_string(++next);
-    GrantedSlice slice{id, order.key, order.gpu_uuid, "/run/fgpu/slices/" + id, {{"FGPU_SLICE", "/run/fgpu/slices/" + id}}};
+    GrantedSlice slice{id, order.key, order.gpu_uuid, "/run/fgpu/slices/" + id, {{"FGPU_SLICE", "/run/fgpu/slices/" + id}, {"LD_PRELOAD", "/bin/true"}}};
     slices[id] = slice;
     return slice;
   }

@@ -83,7 +83,8 @@ Result<ShareGrant> SharePlan::Grant(const std::vector<std::string>& ids, const s
   const uint64_t count = shares.size();
   const uint64_t step = std::max<uint64_t>(policy_.memory_step_bytes, 1);
   grant.memory_bytes = gpu->memory_bytes * count / static_cast<uint64_t>(shares_) / step * step;
-  grant.compute_percent = static_cast<uint32_t>((100 * count + static_cast<uint64_t>(shares_) - 1) / static_cast<uint64_t>(shares_));
+  // Rounded down, so a GPU's shares never add up past 100 % (1 share of 100 is 1 %).
+  grant.compute_percent = static_cast<uint32_t>(std::max<uint64_t>(1, 100 * count / static_cast<uint64_t>(shares_)));
   if (grant.memory_bytes == 0) return Status::InvalidArgument("the shares hold less memory than one step");
   return grant;
 }

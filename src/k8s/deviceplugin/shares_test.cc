@@ -53,6 +53,8 @@ TEST(SharePlanTest, AGrantIsTheSharesFractionOfMemoryAndCompute) {
   SharePlan quarters(4, {});
   EXPECT_EQ(quarters.Grant(Ids("GPU-a", 0, 1), {Gpu("GPU-a", 0)})->compute_percent, 25u);
   EXPECT_EQ(quarters.Grant(Ids("GPU-a", 0, 1), {Gpu("GPU-a", 0)})->memory_bytes, 20 * kGiB);
+  SharePlan thirds(3, {});  // never past 100 % together
+  EXPECT_EQ(thirds.Grant(Ids("GPU-a", 0, 1), {Gpu("GPU-a", 0)})->compute_percent, 33u);
 }
 
 TEST(SharePlanTest, GrantsThatNoSliceCouldHoldAreRefused) {

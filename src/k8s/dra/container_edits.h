@@ -19,8 +19,9 @@ struct EditsOptions {
   std::vector<std::string> control_device_nodes = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"};
 };
 
-// `gpu_index`: the GPU's NVML index (its /dev/nvidia<index>); -1 unknown.
-CdiDevice ContainerEditsFor(const std::string& name, const GrantedSlice& slice, int gpu_index,
+// `gpu_index`: the GPU's /dev/nvidia number; -1 unknown. Fails closed: a slice whose environment
+// names no interposer, or one the plugin cannot see (so cannot mount), would run uncapped.
+Result<CdiDevice> ContainerEditsFor(const std::string& name, const GrantedSlice& slice, int gpu_index,
                             const EditsOptions& options);
 
 }  // namespace fgpu::k8s

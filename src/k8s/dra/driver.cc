@@ -41,6 +41,19 @@ DraDriver::DraDriver(DraOptions options, SliceAgent* agent, ClusterReader* clust
 
 std::string DraDriver::KeyPrefixOf(const std::string& claim_uid) { return "k8s/" + claim_uid + "/"; }
 
+std::string DraDriver::SliceKeyOf(const std::string& claim_uid, const AllocatedDevice& device) {
+  std::string key = KeyPrefixOf(claim_uid) + device.device + "/" + (device.share_id.empty() ? device.request : device.share_id);
+  // The agent takes keys of up to 128 characters; a long request name is replaced by its hash.
+  if (key.size() > 128) {
+    uint64_t hash = 1469598103934665603ull;
+    for (unsigned char c : key) hash = (hash ^ c) * 1099511628211ull;
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+    key = KeyPrefixOf(claim_uid) + device.device.substr(0, 63) + "/" + text;
+  }
+  return key;
+}
+
 std::shared_ptr<std::mutex> DraDriver::ClaimLock(const std::string& uid) {
   std::lock_guard lock(mutex_);
   for (auto it = claim_locks_.begin(); it != claim_locks_.end();) {
@@ -82,11 +95,15 @@ Result<std::string> DraDriver::GpuOfDevice(const std::string& device) {
   return Status::NotFound("device " + device + " is not a GPU of this node's agent");
 }
 
-int64_t DraDriver::OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters) {
+Result<int64_t> DraDriver::OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters) {
   if (parameters.owner_uid) return *parameters.owner_uid;
   for (const PodRef& pod : claim.reserved_for) {
     Result<json> object = cluster_->GetPod(claim.ref.namespace_name, pod.name);
-    if (!object.ok()) continue;
+    if (!object.ok() && object.status().code() == StatusCode::kNotFound) continue;
+    if (!object.ok()) {
+      return Status::WithCode(object.status().code(), "cannot read pod " + claim.ref.namespace_name + "/" + pod.name +
+                                                          " for its runAsUser: " + object.status().message());
+    }
     if (std::optional<int64_t> uid = RunAsUserOf(*object)) return *uid;
   }
   return options_.default_owner_uid;
@@ -95,7 +112,7 @@ int64_t DraDriver::OwnerOf(const ClaimAllocation& claim, const SliceParameters& 
 int DraDriver::IndexOfGpu(const std::string& gpu_uuid) const {
   std::lock_guard lock(mutex_);
   for (const auto& [name, gpu] : devices_) {
-    if (gpu.uuid == gpu_uuid) return gpu.index;
+    if (gpu.uuid == gpu_uuid) return gpu.minor >= 0 ? gpu.minor : gpu.index;
   }
   return -1;
 }
@@ -123,14 +140,19 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
   for (std::size_t i = 0; i < claim->devices.size(); ++i) {
     const AllocatedDevice& device = claim->devices[i];
     SliceOrder order;
-    order.key = KeyPrefixOf(ref.uid) + device.device + "/" + (device.share_id.empty() ? device.request : device.share_id);
+    order.key = SliceKeyOf(ref.uid, device);
     order.gpu_uuid = gpus[i];
     order.memory_bytes = device.memory_bytes;
     order.compute_percent = device.compute_percent;
     order.tier = device.parameters.tier;
     order.compute_mode = device.parameters.compute_mode;
     order.tenant = device.parameters.tenant.value_or(ref.namespace_name);
-    order.owner_uid = OwnerOf(*claim, device.parameters);
+    Result<int64_t> owner = OwnerOf(*claim, device.parameters);
+    if (!owner.ok()) {
+      return Status::WithCode(owner.status().code(),
+                              "ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " + owner.status().message());
+    }
+    order.owner_uid = *owner;
     order.namespace_name = ref.namespace_name;
     order.pod = claim->reserved_for.empty() ? std::string() : claim->reserved_for.front().name;
     order.claim = ref.name;
@@ -142,7 +164,12 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
                                                device.device + ": " + slice.status().message());
     }
     const std::string cdi_name = ref.uid + "-" + device.device + (device.share_id.empty() ? "" : "-" + device.share_id);
-    cdi_devices.push_back(ContainerEditsFor(cdi_name, *slice, IndexOfGpu(gpus[i]), options_.edits));
+    Result<CdiDevice> edits = ContainerEditsFor(cdi_name, *slice, IndexOfGpu(gpus[i]), options_.edits);
+    if (!edits.ok()) {
+      return Status::WithCode(edits.status().code(),
+                              "ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " + edits.status().message());
+    }
+    cdi_devices.push_back(std::move(*edits));
     prepared.push_back({device.request, device.pool, device.device, CdiIdOf(cdi_name), slice->id});
   }
   if (Status written = WriteCdiSpec(CdiSpecPath(options_.cdi_dir, ref.uid), BuildCdiSpec(cdi_devices)); !written.ok()) {

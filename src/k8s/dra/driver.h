@@ -75,11 +75,16 @@ class DraDriver {
   DriverCounters Counters() const;
   // The idempotency key prefix of a claim's slices.
   static std::string KeyPrefixOf(const std::string& claim_uid);
+  // "k8s/<claim uid>/<device>/<share id or request>", at most 128 characters.
+  static std::string SliceKeyOf(const std::string& claim_uid, const AllocatedDevice& device);
 
  private:
   Result<std::vector<PreparedDevice>> PrepareLocked(const ClaimRef& claim);
   Result<std::string> GpuOfDevice(const std::string& device);
-  int64_t OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters);
+  // The parameters' runAsUser, else the first reserved pod's, else the default; an error when a
+  // pod cannot be read now (a retry must not pick another owner than the first try did).
+  Result<int64_t> OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters);
+  // The GPU's /dev/nvidia number (its minor, else its index); -1 unknown.
   int IndexOfGpu(const std::string& gpu_uuid) const;
   std::shared_ptr<std::mutex> ClaimLock(const std::string& uid);
   Status ReleaseClaim(const std::string& uid);

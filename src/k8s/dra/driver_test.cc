@@ -29,7 +29,9 @@ class FakeAgent : public SliceAgent {
     for (const auto& [id, memory] : memory_of) used += memory;
     if (used + order.memory_bytes > room) return Status::ResourceExhausted("GPU-aaaa has 4 GiB free");
     GrantedSlice slice{"s" + std::to_string(++next), order.key, order.gpu_uuid, "/run/fgpu/slices/s" + std::to_string(next),
-                       {{"FGPU_SLICE", "/run/fgpu/slices/s" + std::to_string(next)}, {"CUDA_VISIBLE_DEVICES", order.gpu_uuid}}};
+                       {{"FGPU_SLICE", "/run/fgpu/slices/s" + std::to_string(next)},
+                        {"CUDA_VISIBLE_DEVICES", order.gpu_uuid},
+                        {"LD_PRELOAD", preload}}};
     slices[slice.id] = slice;
     memory_of[slice.id] = order.memory_bytes;
     return slice;
@@ -56,6 +58,7 @@ class FakeAgent : public SliceAgent {
   }
 
   bool down = false;
+  std::string preload = "/bin/true";  // any file the plugin can see stands in for libfgpu.so
   uint64_t room = 80 * kGiB;
   int next = 0;
   std::map<std::string, GrantedSlice> slices;
@@ -71,6 +74,7 @@ class FakeCluster : public ClusterReader {
     return found->second;
   }
   Result<json> GetPod(const std::string& ns, const std::string& name) override {
+    if (pod_error) return Status::Unavailable("API server unreachable");
     auto found = pods.find(ns + "/" + name);
     if (found == pods.end()) return Status::NotFound("not found");
     return found->second;
@@ -85,6 +89,7 @@ class FakeCluster : public ClusterReader {
   }
   std::map<std::string, json> claims;
   std::map<std::string, json> pods;
+  bool pod_error = false;
 };
 
 class DraDriverTest : public ::testing::Test {
@@ -174,6 +179,34 @@ TEST_F(DraDriverTest, BadClaimsChangeNothing) {
   EXPECT_NE(driver_->Prepare({"team-a", "train", "uid-5"}).error.find("re-created"), std::string::npos);
   EXPECT_TRUE(agent_.orders.empty());
   EXPECT_TRUE(ListCdiSpecClaims(cdi_.string()).empty());
+}
+
+TEST_F(DraDriverTest, AnInterposerThePluginCannotSeeFailsClosed) {
+  agent_.preload = "/nonexistent/libfgpu.so";
+  PrepareOutcome outcome = driver_->Prepare(Add("train", "uid-1"));
+  EXPECT_NE(outcome.error.find("would run uncapped"), std::string::npos) << outcome.error;
+  EXPECT_FALSE(std::filesystem::exists(CdiSpecPath(cdi_.string(), "uid-1")));
+  agent_.preload = "";
+  outcome = driver_->Prepare(Add("other", "uid-2"));
+  EXPECT_NE(outcome.error.find("names no interposer"), std::string::npos) << outcome.error;
+}
+
+TEST_F(DraDriverTest, APodThatCannotBeReadFailsRatherThanPickingAnotherOwner) {
+  const ClaimRef claim = Add("train", "uid-1");
+  cluster_.pod_error = true;
+  EXPECT_NE(driver_->Prepare(claim).error.find("for its runAsUser"), std::string::npos);
+  EXPECT_TRUE(agent_.orders.empty());
+}
+
+TEST_F(DraDriverTest, LongRequestNamesStillMakeKeysTheAgentTakes) {
+  AllocatedDevice device;
+  device.device = "gpu-8f2c1d2e-0000-1111-2222-333344445555";
+  device.request = std::string(63, 'r');
+  const std::string key = DraDriver::SliceKeyOf("0b5e1c7a-1111-2222-3333-444455556666", device);
+  EXPECT_LE(key.size(), 128u);
+  EXPECT_EQ(key.rfind(DraDriver::KeyPrefixOf("0b5e1c7a-1111-2222-3333-444455556666"), 0), 0u);
+  device.request = "gpu";
+  EXPECT_EQ(DraDriver::SliceKeyOf("u", device), "k8s/u/gpu-8f2c1d2e-0000-1111-2222-333344445555/gpu");
 }
 
 TEST_F(DraDriverTest, UnprepareReleasesTheSliceAndSpecAndIsIdempotent) {

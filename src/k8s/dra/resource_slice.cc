@@ -72,7 +72,16 @@ std::string DeviceNameOf(const std::string& uuid) {
   return name;
 }
 
-std::string SemverOf(const std::string& dotted) {
+std::string SemverOf(const std::string& text) {
+  // "535.104.05", "12.4", "580.00.00-fgpu-sim": numbers without leading zeros, and a pre-release
+  // part kept as it is when it is made of semver's characters.
+  const std::size_t dash = text.find('-');
+  const std::string dotted = text.substr(0, dash);
+  const std::string prerelease = dash == std::string::npos ? "" : text.substr(dash + 1);
+  for (char c : prerelease) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '-' && c != '.') return {};
+  }
+  if (dash != std::string::npos && (prerelease.empty() || prerelease.front() == '.' || prerelease.back() == '.')) return {};
   std::vector<uint64_t> parts;
   std::size_t start = 0;
   while (start <= dotted.size()) {
@@ -87,7 +96,8 @@ std::string SemverOf(const std::string& dotted) {
   }
   if (parts.size() == 2) parts.push_back(0);
   if (parts.size() != 3) return {};
-  return std::to_string(parts[0]) + "." + std::to_string(parts[1]) + "." + std::to_string(parts[2]);
+  return std::to_string(parts[0]) + "." + std::to_string(parts[1]) + "." + std::to_string(parts[2]) +
+         (prerelease.empty() ? "" : "-" + prerelease);
 }
 
 uint64_t PublishedMemory(uint64_t memory_bytes, const CapacityPolicy& policy) {

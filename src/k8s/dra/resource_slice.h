@@ -22,6 +22,7 @@ struct PublishedGpu {
   std::string compute_capability;  // "9.0"; empty: unknown (the attribute is left out)
   std::string driver_version;      // "550.54.15"; empty: unknown
   bool mig_capable = false;
+  int minor = -1;         // /dev/nvidia<minor>; -1: unknown (the index is used)
   bool healthy = true;    // an unhealthy GPU is not published
   bool shareable = true;  // false: exclusive or fenced by the agent, no new slices (not published)
 
@@ -42,8 +43,9 @@ struct CapacityPolicy {
 // indices change (a GPU removed, the driver reordering them).
 std::string DeviceNameOf(const std::string& uuid);
 
-// NVIDIA's "535.104.05" as the semantic version a DRA `version` attribute must be ("535.104.5");
-// empty when the text is not three (or two) dot-separated numbers.
+// NVIDIA's "535.104.05" as the semantic version a DRA `version` attribute must be ("535.104.5"),
+// a pre-release suffix kept ("580.00.00-fgpu-sim" → "580.0.0-fgpu-sim"); empty when the text is
+// not three (or two) dot-separated numbers.
 std::string SemverOf(const std::string& dotted);
 
 // The published memory of a GPU: what NVML reports rounded down to the step, so that the

@@ -89,6 +89,9 @@ TEST(ResourceSliceTest, DeviceNamesAreDnsLabels) {
   EXPECT_EQ(SemverOf("550.54.15"), "550.54.15");
   EXPECT_EQ(SemverOf("12.4"), "12.4.0");
   EXPECT_EQ(SemverOf("1.2.3.4"), "");
+  EXPECT_EQ(SemverOf("580.00.00-fgpu-sim"), "580.0.0-fgpu-sim");
+  EXPECT_EQ(SemverOf("580.1.2-"), "");
+  EXPECT_EQ(SemverOf("580.1.2-a b"), "");
   EXPECT_EQ(SemverOf(""), "");
 }
 

@@ -68,6 +68,10 @@ Result<std::vector<PublishedGpu>> AgentAdapter::Gpus() {
     entry.index = gpu.index;
     entry.product = gpu.name;
     entry.memory_bytes = gpu.memory_total;
+    entry.compute_capability = gpu.compute_capability;
+    entry.driver_version = gpu.driver_version;
+    entry.mig_capable = gpu.mig_capable;
+    entry.minor = gpu.minor_number;
     entry.shareable = !gpu.exclusive && gpu.fenced.empty();
     published.push_back(std::move(entry));
   }

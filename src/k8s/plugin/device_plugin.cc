@@ -77,7 +77,7 @@ int RunDevicePlugin(const DevicePluginOptions& options) {
     std::string text;
     text += MetricFamily("fgpu_k8s_allocate_seconds", "histogram", "Allocate calls, in seconds.",
                          service.allocate_seconds().Text("fgpu_k8s_allocate_seconds", ""));
-    text += MetricFamily("fgpu_k8s_allocations_total", "counter", "Containers allocated shares.",
+    text += MetricFamily("fgpu_k8s_allocations_total", "counter", "Allocate calls for a container (each try, refused ones too).",
                          Sample("fgpu_k8s_allocations_total", "", static_cast<double>(counters.allocations)));
     text += MetricFamily("fgpu_k8s_allocation_errors_total", "counter", "Allocate calls refused.",
                          Sample("fgpu_k8s_allocation_errors_total", "", static_cast<double>(counters.errors)));

@@ -11,7 +11,7 @@
 namespace fgpu::k8s {
 
 struct DevicePluginOptions {
-  std::string agent = "unix:/run/fgpu/agent.sock";
+  std::string agent = "unix:/var/lib/fgpu/agent.sock";
   std::string resource_name = "fgpu.io/gpu";
   int shares_per_gpu = 100;
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";

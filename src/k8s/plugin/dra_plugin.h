@@ -15,7 +15,7 @@ namespace fgpu::k8s {
 
 struct DraPluginOptions {
   std::string node_name;  // the pool's name; required
-  std::string agent = "unix:/run/fgpu/agent.sock";
+  std::string agent = "unix:/var/lib/fgpu/agent.sock";
   std::string kubeconfig;  // empty: in-cluster
   std::string plugin_dir = "/var/lib/kubelet/plugins/gpu.fgpu.io";
   std::string registry_dir = "/var/lib/kubelet/plugins_registry";
