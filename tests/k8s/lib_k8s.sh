@@ -183,3 +183,39 @@ os.execve(sys.argv[2], sys.argv[2:], env)
 PY
 ) || STATUS=$?
 }
+
+# The device plugin beside the test kubelet's device-plugin side (its state file in $DP_STATE).
+start_device_plugin_kubelet() {
+  mkdir -p "$SCRATCH/device-plugins"
+  DP_STATE=$SCRATCH/device-plugins/kubelet-state.json
+  "$KUBELET" device-plugin-kubelet --dir "$SCRATCH/device-plugins" --state "$DP_STATE" \
+    >"$SCRATCH/dp-kubelet.out" 2>"$SCRATCH/dp-kubelet.err" &
+  DP_KUBELET_PID=$!
+  PIDS="$PIDS $DP_KUBELET_PID"
+  wait_for 100 "the test kubelet's kubelet.sock" test -S "$SCRATCH/device-plugins/kubelet.sock"
+}
+
+start_device_plugin() {
+  "$FGPU" k8s device-plugin --agent "unix:$AGENT_SOCKET" --plugin-dir "$SCRATCH/device-plugins" \
+    --node-config "$SCRATCH/no-node.conf" --metrics 127.0.0.1:0 >>"$SCRATCH/dp.out" 2>>"$SCRATCH/dp.err" &
+  DP_PID=$!
+  PIDS="$PIDS $DP_PID"
+}
+
+dp_state() {  # dp_state EXPR: a Python expression over `s` (the test kubelet's state), as JSON
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(json.dumps(eval(sys.argv[2])))' "$DP_STATE" "$1"
+}
+
+# in_env FILE ARGS...: runs ARGS with exactly the environment of an Allocate answer (JSON "envs").
+in_env() {
+  file=$1
+  shift
+  STATUS=0
+  OUT=$(python3 - "$file" "$@" <<'PY'
+import json, os, sys
+env = {"PATH": "/usr/bin:/bin"}
+env.update(json.load(open(sys.argv[1]))["envs"])
+os.execve(sys.argv[2], sys.argv[2:], env)
+PY
+) || STATUS=$?
+}
