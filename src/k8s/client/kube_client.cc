@@ -42,7 +42,6 @@ struct Sink {
   std::function<bool(std::string_view)> on_line{};
   std::string pending{};
   bool callback_stopped = false;
-  std::stop_token stop{};
 };
 
 size_t OnHeader(char* data, size_t size, size_t count, void* user) {
@@ -86,9 +85,37 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* sink = static_cast<Sink*>(user);
-  return sink->stop.stop_requested() ? 1 : 0;
+// curl_easy_perform, but through a multi handle polled every 50 ms so that a stop request ends
+// an idle watch promptly (an easy handle's progress callback runs only about once a second
+// while no data flows). A stop reads as CURLE_ABORTED_BY_CALLBACK.
+CURLcode PerformStoppable(CURL* easy, const std::stop_token& stop) {
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) return CURLE_OUT_OF_MEMORY;
+  curl_multi_add_handle(multi, easy);
+  CURLcode result = CURLE_OK;
+  for (bool done = false; !done;) {
+    int running = 0;
+    if (curl_multi_perform(multi, &running) != CURLM_OK) {
+      result = CURLE_RECV_ERROR;
+      break;
+    }
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg == CURLMSG_DONE) {
+        result = msg->data.result;
+        done = true;
+      }
+    }
+    if (done) break;
+    if (stop.stop_requested()) {
+      result = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    curl_multi_poll(multi, nullptr, 0, 50, nullptr);
+  }
+  curl_multi_remove_handle(multi, easy);
+  curl_multi_cleanup(multi);
+  return result;
 }
 
 const char* ReasonPhrase(long code) {
@@ -353,7 +380,6 @@ class KubeClient::Transport {
     Sink sink;
     sink.out = &ex;
     sink.handle = h;
-    sink.stop = req.stop;
     bool* delivered = req.delivered;
     if (req.on_line) {
       sink.on_line = [&req, delivered](std::string_view line) {
@@ -426,12 +452,7 @@ class KubeClient::Transport {
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &sink);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-    if (req.stop.stop_possible()) {
-      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
-      curl_easy_setopt(h, CURLOPT_XFERINFODATA, &sink);
-    }
-    ex.curl = curl_easy_perform(h);
+    ex.curl = req.stop.stop_possible() ? PerformStoppable(h, req.stop) : curl_easy_perform(h);
     ex.curl_error = errbuf;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ex.http);
     if ((ex.curl == CURLE_WRITE_ERROR && sink.callback_stopped) || ex.curl == CURLE_ABORTED_BY_CALLBACK) {

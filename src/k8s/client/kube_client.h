@@ -86,8 +86,8 @@ class KubeClient {
   Result<nlohmann::json> Delete(const std::string& path) const;
 
   // Streams watch events of a collection to `callback` until the server ends the watch
-  // (timeout_seconds), the callback returns false, or `stop` is requested (noticed within about
-  // a second). Returns the last resourceVersion seen (bookmarks included; the one asked for if
+  // (timeout_seconds), the callback returns false, or `stop` is requested (noticed within
+  // 50 ms). Returns the last resourceVersion seen (bookmarks included; the one asked for if
   // none arrived): resume from it. An ERROR event is passed to the callback and then returned as
   // an error (410 Expired: IsGone, re-list). Retries failures to start (before any event) as
   // List does; once events flowed, a broken stream just returns the resourceVersion reached.

@@ -34,7 +34,7 @@ struct ListWatchHandlers {
   std::function<void(const Status& error)> on_error{};
 };
 
-// Runs until `stop` is requested (then Ok, within about a second) or, with
+// Runs until `stop` is requested (then Ok, within about 50 ms) or, with
 // max_consecutive_failures, until that many list/watch attempts failed in a row.
 Status ListAndWatch(const KubeClient& client, const std::string& path, const ListWatchOptions& options,
                     const ListWatchHandlers& handlers, std::stop_token stop);
