@@ -1,7 +1,7 @@
 # Helpers of the Kubernetes end-to-end tests (POSIX sh; sourced after tests/e2e/lib.sh): a test
 # API server over TLS with a test CA, the node agent on a simulated GPU, the plugins, and the
 # test kubelet. Everything in $SCRATCH; every process stopped at exit.
-K8S_DIR=$(cd "$(dirname "$0")" && pwd)
+: "${K8S_DIR:=$(cd "$(dirname "$0")" && pwd)}"
 : "${FGPU_K8S_REFERENCE:?run this through ctest (FGPU_K8S_REFERENCE is not set)}"
 KUBELET="$FGPU_BIN_DIR/fgpu-test-kubelet"
 KUBE="python3 $K8S_DIR/kube.py"
@@ -84,15 +84,12 @@ print(urllib.request.urlopen(req, timeout=10).read().decode())
 PY
 }
 
-# The agent on a simulated 40 GiB GPU (two with GPUS=2), under `fgpu sim run`.
+# The agent on $GPUS (default 1) simulated H100s of $GPU_MEMORY (default 40GiB), under `fgpu sim run`.
 start_agent() {
-  if [ ! -f "$SCRATCH/gpu.json" ]; then
-    if [ "${GPUS:-1}" = 2 ]; then
-      printf '{"devices": [{"name": "NVIDIA H100 80GB HBM3", "memory": "40GiB"}, {"name": "NVIDIA H100 80GB HBM3", "memory": "40GiB"}]}\n' >"$SCRATCH/gpu.json"
-    else
-      printf '{"devices": [{"name": "NVIDIA H100 80GB HBM3", "memory": "40GiB"}]}\n' >"$SCRATCH/gpu.json"
-    fi
-  fi
+  [ -f "$SCRATCH/gpu.json" ] || python3 -c '
+import json, sys
+gpu = {"name": "NVIDIA H100 80GB HBM3", "memory": sys.argv[2]}
+print(json.dumps({"devices": [gpu] * int(sys.argv[1])}))' "${GPUS:-1}" "${GPU_MEMORY:-40GiB}" >"$SCRATCH/gpu.json"
   FGPU_COMPUTE_DIR=$SCRATCH/boards "$FGPU" sim run --config "$SCRATCH/gpu.json" --segment "$SEGMENT" -- \
     "$FGPU" agent --state "$SCRATCH/agent" >"$SCRATCH/agent.out" 2>>"$SCRATCH/agent.err" &
   AGENT_PID=$!
