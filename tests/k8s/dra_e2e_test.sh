@@ -98,6 +98,13 @@ case_two_claims_share_a_gpu() {
   case "$(claim_error "$THREE")" in *"team-a/three"*"$DEVICE"*) ;; *) fail "no clear error: $OUT" ;; esac
   [ "$(agent_slices)" = 2 ] || fail "the refused claim changed the slices"
   [ ! -e "$SCRATCH/cdi/gpu.fgpu.io-$THREE.json" ] || fail "a CDI spec for a refused claim"
+  $KUBE get /api/v1/namespaces/team-a/events >"$SCRATCH/events.json" || fail "cannot list events"
+  python3 -c '
+import json, sys
+events = json.load(open(sys.argv[1]))["items"]
+assert any(e["reason"] == "PrepareFailed" and e["type"] == "Warning" and e["involvedObject"]["name"] == "three"
+           and e["involvedObject"]["kind"] == "ResourceClaim" for e in events), events' "$SCRATCH/events.json" ||
+    fail "no Warning event on the refused claim"
   echo "PASS: two claims share one GPU; the third is refused: $(claim_error "$THREE")"
 }
 

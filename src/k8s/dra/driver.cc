@@ -75,6 +75,7 @@ PrepareOutcome DraDriver::Prepare(const ClaimRef& claim) {
   ++counters_.prepares;
   if (!devices.ok()) {
     ++counters_.prepare_errors;
+    cluster_->ReportPrepareFailure(claim, devices.status().message());
     return {{}, devices.status().message()};
   }
   return {std::move(*devices), {}};

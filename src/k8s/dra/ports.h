@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "k8s/dra/claim.h"
 #include "k8s/dra/resource_slice.h"
 
 namespace fgpu::k8s {
@@ -60,6 +61,9 @@ class ClusterReader {
   virtual Result<nlohmann::json> GetPod(const std::string& namespace_name, const std::string& name) = 0;
   // Every ResourceClaim in the cluster (a list's items).
   virtual Result<std::vector<nlohmann::json>> ListClaims() = 0;
+  // Tells the claim's users why it could not be prepared (a Warning Event on the claim, what
+  // `kubectl describe resourceclaim` shows); best effort.
+  virtual void ReportPrepareFailure(const ClaimRef& /*claim*/, const std::string& /*message*/) {}
 };
 
 }  // namespace fgpu::k8s

@@ -78,7 +78,7 @@ int RunDraPlugin(const DraPluginOptions& options) {
   }
 
   AgentAdapter agent(std::move(*agent_client));
-  KubeAdapter cluster(kube->get());
+  KubeAdapter cluster(kube->get(), options.node_name);
   DraOptions driver_options;
   driver_options.node = options.node_name;
   driver_options.cdi_dir = options.cdi_dir;

@@ -1,5 +1,8 @@
 #include "k8s/plugin/kube_adapter.h"
 
+#include "k8s/client/events.h"
+#include "k8s/plugin/plugin_log.h"
+
 namespace fgpu::k8s {
 namespace {
 
@@ -33,6 +36,21 @@ Result<std::vector<json>> KubeAdapter::ListClaims() {
   std::vector<json> claims;
   for (const json& item : list->value("items", json::array())) claims.push_back(item);
   return claims;
+}
+
+void KubeAdapter::ReportPrepareFailure(const ClaimRef& claim, const std::string& message) {
+  ObjectRef involved;
+  involved.api_version = "resource.k8s.io/v1";
+  involved.kind = "ResourceClaim";
+  involved.namespace_ = claim.namespace_name;
+  involved.name = claim.name;
+  involved.uid = claim.uid;
+  // An Event's message is cut at 1 KiB by the API server; a claim that is not there has no place
+  // for one.
+  Result<json> created = CreateEvent(*client_, claim.namespace_name, involved, "PrepareFailed",
+                                     message.substr(0, 1000), EventType::kWarning, EventSource{kDriverName, node_});
+  if (!created.ok()) Log("WARN", "event_failed", {{"claim", claim.namespace_name + "/" + claim.name},
+                                                  {"reason", created.status().message()}});
 }
 
 Result<json> KubeAdapter::Get(const std::string& name) {

@@ -10,11 +10,13 @@ inline constexpr const char* kResourceApi = "/apis/resource.k8s.io/v1";
 
 class KubeAdapter : public ClusterReader, public SliceStore {
  public:
-  explicit KubeAdapter(const KubeClient* client) : client_(client) {}
+  // `node`: the Events' reporting instance.
+  KubeAdapter(const KubeClient* client, std::string node) : client_(client), node_(std::move(node)) {}
 
   Result<nlohmann::json> GetClaim(const std::string& namespace_name, const std::string& name) override;
   Result<nlohmann::json> GetPod(const std::string& namespace_name, const std::string& name) override;
   Result<std::vector<nlohmann::json>> ListClaims() override;
+  void ReportPrepareFailure(const ClaimRef& claim, const std::string& message) override;
 
   Result<nlohmann::json> Get(const std::string& name) override;
   Result<nlohmann::json> Create(const nlohmann::json& object) override;
@@ -22,6 +24,7 @@ class KubeAdapter : public ClusterReader, public SliceStore {
 
  private:
   const KubeClient* client_;
+  std::string node_;
 };
 
 }  // namespace fgpu::k8s
