@@ -6,46 +6,15 @@
 #include <fstream>
 #include <map>
 
+#include "k8s/dra/agent_test_support.h"
+
 namespace fgpu::k8s {
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-class FakeAgent : public SliceAgent {
- public:
-  Result<GrantedSlice> Create(const SliceOrder& order) override {
-    orders.push_back(order);
-    if (down) return Status::Unavailable("agent down");
-    for (const auto& [id, slice] : slices) {
-      if (slice.key == order.key) return slice;
-    }
-    const std::string id = "s" + std::to_string(++next);
-    GrantedSlice slice{id, order.key, order.gpu_uuid, "/run/fgpu/slices/" + id, {{"FGPU_SLICE", "/run/fgpu/slices/" + id}, {"LD_PRELOAD", "/bin/true"}}};
-    slices[id] = slice;
-    return slice;
-  }
-  Result<std::vector<GrantedSlice>> List(const std::string& prefix) override {
-    std::vector<GrantedSlice> out;
-    for (const auto& [id, slice] : slices) {
-      if (slice.key.rfind(prefix, 0) == 0) out.push_back(slice);
-    }
-    return out;
-  }
-  Status Delete(const std::string& id) override {
-    slices.erase(id);
-    return Status::Ok();
-  }
-  Result<std::vector<PublishedGpu>> Gpus() override {
-    PublishedGpu gpu;
-    gpu.uuid = "GPU-a";
-    gpu.memory_bytes = 80 * kGiB;
-    return std::vector<PublishedGpu>{gpu};
-  }
-  bool down = false;
-  int next = 0;
-  std::map<std::string, GrantedSlice> slices;
-  std::vector<SliceOrder> orders;
-};
+
+using testing::FakeAgent;
 
 class ShareAllocatorTest : public ::testing::Test {
  protected:
@@ -59,7 +28,11 @@ class ShareAllocatorTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   AllocatorOptions options_;
-  FakeAgent agent_;
+  FakeAgent agent_ = [] {
+    FakeAgent agent;
+    agent.gpus = {testing::TestGpu("GPU-a")};
+    return agent;
+  }();
 };
 
 std::vector<std::string> Ids(int first, int count) {

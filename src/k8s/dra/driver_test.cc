@@ -6,6 +6,7 @@
 #include <map>
 
 #include "k8s/dra/cdi_spec.h"
+#include "k8s/dra/agent_test_support.h"
 #include "k8s/dra/test_claims.h"
 
 namespace fgpu::k8s {
@@ -13,58 +14,10 @@ namespace {
 
 using nlohmann::json;
 using testing::AllocatedClaim;
+using testing::FakeAgent;
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-// The agent: slices by idempotency key, a GPU's memory as its room.
-class FakeAgent : public SliceAgent {
- public:
-  Result<GrantedSlice> Create(const SliceOrder& order) override {
-    orders.push_back(order);
-    if (down) return Status::Unavailable("agent down");
-    for (const auto& [id, slice] : slices) {
-      if (slice.key == order.key) return slice;
-    }
-    uint64_t used = 0;
-    for (const auto& [id, memory] : memory_of) used += memory;
-    if (used + order.memory_bytes > room) return Status::ResourceExhausted("GPU-aaaa has 4 GiB free");
-    GrantedSlice slice{"s" + std::to_string(++next), order.key, order.gpu_uuid, "/run/fgpu/slices/s" + std::to_string(next),
-                       {{"FGPU_SLICE", "/run/fgpu/slices/s" + std::to_string(next)},
-                        {"CUDA_VISIBLE_DEVICES", order.gpu_uuid},
-                        {"LD_PRELOAD", preload}}};
-    slices[slice.id] = slice;
-    memory_of[slice.id] = order.memory_bytes;
-    return slice;
-  }
-  Result<std::vector<GrantedSlice>> List(const std::string& prefix) override {
-    if (down) return Status::Unavailable("agent down");
-    std::vector<GrantedSlice> out;
-    for (const auto& [id, slice] : slices) {
-      if (slice.key.rfind(prefix, 0) == 0) out.push_back(slice);
-    }
-    return out;
-  }
-  Status Delete(const std::string& id) override {
-    if (down) return Status::Unavailable("agent down");
-    slices.erase(id);
-    memory_of.erase(id);
-    return Status::Ok();
-  }
-  Result<std::vector<PublishedGpu>> Gpus() override {
-    PublishedGpu gpu;
-    gpu.uuid = "GPU-aaaa";
-    gpu.memory_bytes = 80 * kGiB;
-    return std::vector<PublishedGpu>{gpu};
-  }
-
-  bool down = false;
-  std::string preload = "/bin/true";  // any file the plugin can see stands in for libfgpu.so
-  uint64_t room = 80 * kGiB;
-  int next = 0;
-  std::map<std::string, GrantedSlice> slices;
-  std::map<std::string, uint64_t> memory_of;
-  std::vector<SliceOrder> orders;
-};
 
 class FakeCluster : public ClusterReader {
  public:

@@ -2,23 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s/dra/agent_test_support.h"
+
 namespace fgpu::k8s {
 namespace {
 
 using nlohmann::json;
+using FakeGpus = testing::FakeAgent;
 
-class FakeGpus : public SliceAgent {
- public:
-  Result<GrantedSlice> Create(const SliceOrder&) override { return Status::Internal("unused"); }
-  Result<std::vector<GrantedSlice>> List(const std::string&) override { return std::vector<GrantedSlice>{}; }
-  Status Delete(const std::string&) override { return Status::Ok(); }
-  Result<std::vector<PublishedGpu>> Gpus() override {
-    if (down) return Status::Unavailable("agent down");
-    return gpus;
-  }
-  bool down = false;
-  std::vector<PublishedGpu> gpus;
-};
 
 class FakeStore : public SliceStore {
  public:

@@ -13,20 +13,11 @@
 #include "k8s/plugin/plugin_runtime.h"
 
 namespace fgpu::k8s {
-namespace {
-
-int Fail(const std::string& why) {
-  Log("ERROR", "start_failed", {{"reason", why}});
-  return 1;
-}
-
-}  // namespace
-
 int RunDevicePlugin(const DevicePluginOptions& options) {
-  if (options.shares_per_gpu < 1 || options.shares_per_gpu > 100) return Fail("--shares-per-gpu must be 1..100");
+  if (options.shares_per_gpu < 1 || options.shares_per_gpu > 100) return FailToStart("--shares-per-gpu must be 1..100");
   BlockStopSignals();
   Result<api::AgentClient> agent_client = ConnectAgent(options.agent);
-  if (!agent_client.ok()) return Fail(agent_client.status().message());
+  if (!agent_client.ok()) return FailToStart(agent_client.status().message());
   AgentAdapter agent(std::move(*agent_client));
 
   AllocatorOptions allocator_options;
@@ -39,7 +30,7 @@ int RunDevicePlugin(const DevicePluginOptions& options) {
   const std::string socket = options.plugin_dir + "/" + options.endpoint;
   std::mutex server_mutex;
   Result<std::unique_ptr<UnixGrpcServer>> server = UnixGrpcServer::Start(socket, {&service});
-  if (!server.ok()) return Fail("cannot serve " + socket + ": " + server.status().message());
+  if (!server.ok()) return FailToStart("cannot serve " + socket + ": " + server.status().message());
   std::unique_ptr<UnixGrpcServer> serving = std::move(*server);
 
   DevicePluginRegistration registration;
@@ -69,7 +60,7 @@ int RunDevicePlugin(const DevicePluginOptions& options) {
     }
   };
   Result<std::unique_ptr<DevicePluginRegistrar>> registrar = DevicePluginRegistrar::Start(registration, hooks);
-  if (!registrar.ok()) return Fail("cannot register " + options.resource_name + ": " + registrar.status().message());
+  if (!registrar.ok()) return FailToStart("cannot register " + options.resource_name + ": " + registrar.status().message());
   Log("INFO", "registered", {{"resource", options.resource_name}, {"socket", socket}});
 
   Result<std::unique_ptr<net::HttpServer>> metrics_server = ServeMetrics(options.metrics_listen, [&] {
@@ -90,7 +81,7 @@ int RunDevicePlugin(const DevicePluginOptions& options) {
                          Sample("fgpu_k8s_kubelet_restarts_total", "", kubelet_restarts.load()));
     return text;
   });
-  if (!metrics_server.ok()) return Fail(metrics_server.status().message());
+  if (!metrics_server.ok()) return FailToStart(metrics_server.status().message());
 
   RunUntilSignalled(std::chrono::seconds(1), [] {});
   (*registrar)->Stop();

@@ -18,11 +18,6 @@
 namespace fgpu::k8s {
 namespace {
 
-int Fail(const std::string& why) {
-  Log("ERROR", "start_failed", {{"reason", why}});
-  return 1;
-}
-
 struct DraMetrics {
   const DraDriver* driver;
   const SlicePublisher* publisher;
@@ -67,14 +62,14 @@ struct DraMetrics {
 }  // namespace
 
 int RunDraPlugin(const DraPluginOptions& options) {
-  if (options.node_name.empty()) return Fail("--node-name (or NODE_NAME) is required");
+  if (options.node_name.empty()) return FailToStart("--node-name (or NODE_NAME) is required");
   BlockStopSignals();  // before any thread starts, so all inherit it
   Result<api::AgentClient> agent_client = ConnectAgent(options.agent);
-  if (!agent_client.ok()) return Fail(agent_client.status().message());
+  if (!agent_client.ok()) return FailToStart(agent_client.status().message());
   Result<std::unique_ptr<KubeClient>> kube = ConnectApiServer(options.kubeconfig);
-  if (!kube.ok()) return Fail(kube.status().message());
+  if (!kube.ok()) return FailToStart(kube.status().message());
   for (const std::string& dir : {options.plugin_dir, options.cdi_dir}) {
-    if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) return Fail("cannot create " + dir);
+    if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) return FailToStart("cannot create " + dir);
   }
 
   AgentAdapter agent(std::move(*agent_client));
@@ -99,7 +94,7 @@ int RunDraPlugin(const DraPluginOptions& options) {
   DraServiceV1beta1 v1beta1(&driver, &stats);
   const std::string socket = options.plugin_dir + "/dra.sock";
   Result<std::unique_ptr<UnixGrpcServer>> server = UnixGrpcServer::Start(socket, {&v1, &v1beta1});
-  if (!server.ok()) return Fail("cannot serve " + socket + ": " + server.status().message());
+  if (!server.ok()) return FailToStart("cannot serve " + socket + ": " + server.status().message());
 
   std::atomic<bool> registered{false};
   PluginInfo info{kDraPluginType, kDriverName, socket, {kDraV1Service, kDraV1beta1Service}};
@@ -112,12 +107,12 @@ int RunDraPlugin(const DraPluginOptions& options) {
           Log("ERROR", "registration_refused", {{"reason", report.error}});
         }
       });
-  if (!registration.ok()) return Fail("cannot register with the kubelet: " + registration.status().message());
+  if (!registration.ok()) return FailToStart("cannot register with the kubelet: " + registration.status().message());
 
   DraMetrics metrics{&driver, &publisher, &stats, &registered};
   Result<std::unique_ptr<net::HttpServer>> metrics_server =
       ServeMetrics(options.metrics_listen, [&metrics] { return metrics.Text(); });
-  if (!metrics_server.ok()) return Fail(metrics_server.status().message());
+  if (!metrics_server.ok()) return FailToStart(metrics_server.status().message());
   Log("INFO", "serving", {{"socket", socket}, {"node", options.node_name}, {"agent", options.agent}});
 
   auto last_reconcile = std::chrono::steady_clock::now();

@@ -52,6 +52,11 @@ Result<std::unique_ptr<net::HttpServer>> ServeMetrics(const std::string& listen,
   return server;
 }
 
+int FailToStart(const std::string& why) {
+  Log("ERROR", "start_failed", {{"reason", why}});
+  return 1;
+}
+
 void BlockStopSignals() {
   sigset_t stop;
   sigemptyset(&stop);

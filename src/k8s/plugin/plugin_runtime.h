@@ -25,6 +25,9 @@ Result<std::unique_ptr<KubeClient>> ConnectApiServer(const std::string& kubeconf
 // empty: not served). The bound port is logged.
 Result<std::unique_ptr<net::HttpServer>> ServeMetrics(const std::string& listen, std::function<std::string()> text);
 
+// Logs `start_failed reason=<why>` and returns 1, the plugins' exit status when they cannot start.
+int FailToStart(const std::string& why);
+
 // Blocks SIGTERM and SIGINT in the calling thread (call before starting threads, so every
 // thread inherits the mask), then runs `tick` every `period` until one arrives.
 void RunUntilSignalled(std::chrono::milliseconds period, const std::function<void()>& tick);
