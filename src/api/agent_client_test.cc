@@ -135,8 +135,9 @@ TEST_F(AgentClientTest, ReadsSlicesGpusHealthAndTheQueue) {
   EXPECT_EQ(Last().method, "PATCH");
   EXPECT_EQ(json::parse(Last().body), (json{{"compute", 20}}));
 
-  Answer(200, json::array({ToJson(Gpu{0, "GPU-a", "H100", 80ull << 30, 0, 0, false, "", 0})}));
+  Answer(200, json::array({ToJson(Gpu{0, "GPU-a", "H100", 80ull << 30, 0, 0, false, "", 0, "9.0", "580.65.06", true, 0})}));
   EXPECT_EQ(Client().ListGpus()->at(0).uuid, "GPU-a");
+  EXPECT_EQ(Client().ListGpus()->at(0).compute_capability, "9.0");
   Answer(200, ToJson(Health{"ok", 1, 0}));
   EXPECT_EQ(Client().Health()->gpus, 1);
 

@@ -137,7 +137,7 @@ TEST(CodecTest, RepliesTolerateNewFieldsButNotWrongTypes) {
 
 TEST(CodecTest, TheSmallRepliesRoundTrip) {
   EXPECT_EQ(RoundTrip(QueueTicket{"abcd", 3}), (QueueTicket{"abcd", 3}));
-  const Gpu gpu{1, "GPU-b", "H100", 80ull << 30, 8ull << 30, 25, true, "low memory", 2};
+  const Gpu gpu{1, "GPU-b", "H100", 80ull << 30, 8ull << 30, 25, true, "low memory", 2, "9.0", "580.65.06", true, 1};
   EXPECT_EQ(RoundTrip(gpu), gpu);
   EXPECT_EQ(RoundTrip(std::vector<Gpu>{gpu, gpu}).size(), 2u);
   EXPECT_EQ(RoundTrip(Health{"ok", 2, 5}), (Health{"ok", 2, 5}));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ inline PublishedGpu TestGpu(const std::string& uuid, int index = 0, uint64_t mem
 class FakeAgent : public SliceAgent {
  public:
   Result<GrantedSlice> Create(const SliceOrder& order) override {
+    std::lock_guard lock(mutex);
     orders.push_back(order);
     if (down) return Status::Unavailable("agent down");
     for (const auto& [id, slice] : slices) {
@@ -38,6 +40,7 @@ class FakeAgent : public SliceAgent {
     return slice;
   }
   Result<std::vector<GrantedSlice>> List(const std::string& prefix) override {
+    std::lock_guard lock(mutex);
     if (down) return Status::Unavailable("agent down");
     std::vector<GrantedSlice> out;
     for (const auto& [id, slice] : slices) {
@@ -46,16 +49,19 @@ class FakeAgent : public SliceAgent {
     return out;
   }
   Status Delete(const std::string& id) override {
+    std::lock_guard lock(mutex);
     if (down) return Status::Unavailable("agent down");
     slices.erase(id);
     memory_of.erase(id);
     return Status::Ok();
   }
   Result<std::vector<PublishedGpu>> Gpus() override {
+    std::lock_guard lock(mutex);
     if (down) return Status::Unavailable("agent down");
     return gpus;
   }
 
+  std::mutex mutex;  // the plugin calls from several gRPC threads at once
   bool down = false;
   std::string preload = "/bin/true";  // any file the plugin can see stands in for libfgpu.so
   uint64_t room = uint64_t{80} << 30;

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "k8s/dra/cdi_spec.h"
 #include "k8s/dra/agent_test_support.h"
@@ -203,6 +204,28 @@ TEST_F(DraDriverTest, ReconcileReleasesSlicesOfClaimsThatAreGoneAndKeepsTheRest)
   EXPECT_TRUE(agent_.slices.count("s99"));
   EXPECT_EQ(ListCdiSpecClaims(cdi_.string()), std::vector<std::string>{"uid-1"});
   EXPECT_EQ(driver_->Reconcile().slices_released, 0);
+}
+
+// The kubelet may call for one claim from several threads (a retry beside a slow first try) while
+// other claims come and go and a reconcile runs: one slice per claim, nothing of a live claim lost.
+TEST_F(DraDriverTest, ConcurrentCallsKeepOneSlicePerClaim) {
+  std::vector<ClaimRef> claims;
+  for (int i = 0; i < 4; ++i) claims.push_back(Add("c" + std::to_string(i), "uid-" + std::to_string(i), "1Gi", "1"));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        const ClaimRef& claim = claims[static_cast<std::size_t>((t + round) % 4)];
+        EXPECT_EQ(driver_->Prepare(claim).error, "");
+        if (t == 0 && round % 5 == 0) driver_->Reconcile();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(agent_.slices.size(), 4u);
+  for (const ClaimRef& claim : claims) EXPECT_TRUE(driver_->Unprepare(claim).ok());
+  EXPECT_TRUE(agent_.slices.empty());
+  EXPECT_EQ(driver_->Counters().prepares, 160u);
 }
 
 TEST_F(DraDriverTest, ReconcileWithTheAgentDownChangesNothing) {
