@@ -25,8 +25,8 @@ struct GpuState {
   int utilization_pct = -1;  // -1: not reported
   // What a scheduler selects GPUs by (the Kubernetes plugin's device attributes); empty or -1
   // where this NVML does not say.
-  std::string compute_capability;  // "9.0"
-  std::string driver_version;      // the system's, "550.54.15"
+  std::string compute_capability{};  // "9.0"
+  std::string driver_version{};      // the system's, "550.54.15"
   bool mig_capable = false;
   int minor = -1;  // /dev/nvidia<minor>
 };

@@ -137,8 +137,8 @@ struct Gpu {
   std::string fenced;  // why stop-loss holds placements off it; "" when not fenced
   int slices = 0;
   // From NVML, for schedulers' selectors; empty or -1 where the driver does not say.
-  std::string compute_capability;  // "9.0"
-  std::string driver_version;      // "550.54.15"
+  std::string compute_capability{};  // "9.0"
+  std::string driver_version{};      // "550.54.15"
   bool mig_capable = false;
   int minor_number = -1;  // /dev/nvidia<minor_number>
 

@@ -40,6 +40,11 @@ CLI::App* AddK8sDraFlags(CLI::App& parent, K8sDraOptions* options) {
   command->add_option("--default-owner-uid", plugin.default_owner_uid,
                       "The uid a slice's ledger is given when neither the pod nor the claim names one")
       ->capture_default_str();
+  command->add_option("--claim-parameters", options->claim_parameters,
+                      "The parameters a claim's own config may set; the rest only a DeviceClass may")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"tier", "computeMode", "tenant", "runAsUser"}))
+      ->capture_default_str();
   command->add_option("--memory-min", options->memory_min, "The smallest memory a claim may consume")
       ->capture_default_str();
   command->add_option("--memory-step", options->memory_step, "Memory requests round up to this step")
@@ -55,6 +60,7 @@ int RunK8sDra(K8sDraOptions options) {
               << (!minimum.ok() || *minimum == 0 ? options.memory_min : options.memory_step) << "'\n";
     return kExitUsage;
   }
+  options.plugin.claims.claim_may_set = {options.claim_parameters.begin(), options.claim_parameters.end()};
   options.plugin.policy.memory_min_bytes = *minimum;
   options.plugin.policy.memory_step_bytes = *step;
   if (!options.board_socket.empty()) options.plugin.read_only_files.push_back(options.board_socket);

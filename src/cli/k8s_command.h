@@ -14,6 +14,7 @@ struct K8sDraOptions {
   std::string memory_min = "256Mi";
   std::string memory_step = "1Mi";
   std::string board_socket;
+  std::vector<std::string> claim_parameters = {"computeMode"};
 };
 CLI::App* AddK8sDraFlags(CLI::App& k8s, K8sDraOptions* options);
 int RunK8sDra(K8sDraOptions options);

@@ -44,7 +44,26 @@ void Overlay(SliceParameters* into, const SliceParameters& from) {
 
 // The parameters for `request` from the allocation's configs: the class's first, then the
 // claim's, each in order (later entries override earlier ones).
-Result<SliceParameters> ParametersFor(const json* configs, const std::string& request, const std::string& driver) {
+// The fields `parameters` sets that `policy` does not let a claim set, by their JSON names.
+std::string ForbiddenForClaims(const SliceParameters& parameters, const ClaimPolicy& policy) {
+  const std::pair<const char*, bool> fields[] = {{"tier", parameters.tier.has_value()},
+                                                 {"computeMode", parameters.compute_mode.has_value()},
+                                                 {"tenant", parameters.tenant.has_value()},
+                                                 {"runAsUser", parameters.owner_uid.has_value()}};
+  for (const auto& [name, set] : fields) {
+    if (set && policy.claim_may_set.count(name) == 0) return name;
+  }
+  return {};
+}
+
+std::string Joined(const std::set<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text.empty() ? "none" : text;
+}
+
+Result<SliceParameters> ParametersFor(const json* configs, const std::string& request, const std::string& driver,
+                                      const ClaimPolicy& policy) {
   SliceParameters merged;
   if (configs == nullptr || !configs->is_array()) return merged;
   for (const char* source : {"FromClass", "FromClaim"}) {
@@ -56,6 +75,13 @@ Result<SliceParameters> ParametersFor(const json* configs, const std::string& re
       if (parameters == nullptr) continue;
       Result<SliceParameters> parsed = ParseSliceParameters(*parameters);
       if (!parsed.ok()) return parsed.status();
+      if (std::string(source) == "FromClaim") {
+        if (const std::string field = ForbiddenForClaims(*parsed, policy); !field.empty()) {
+          return Status::PermissionDenied("gpu.fgpu.io parameter " + field +
+                                          " may be set by a DeviceClass only on this node (a claim may set: " +
+                                          Joined(policy.claim_may_set) + ")");
+        }
+      }
       Overlay(&merged, *parsed);
     }
   }
@@ -143,7 +169,7 @@ Result<SliceParameters> ParseSliceParameters(const json& parameters) {
 }
 
 Result<ClaimAllocation> ParseClaimAllocation(const json& claim, const ClaimRef& expected, const std::string& driver,
-                                             const std::string& pool) {
+                                             const std::string& pool, const ClaimPolicy& policy) {
   ClaimAllocation out;
   out.ref = expected;
   const json* metadata = Member(claim, "metadata");
@@ -165,8 +191,11 @@ Result<ClaimAllocation> ParseClaimAllocation(const json& claim, const ClaimRef& 
       return Invalid(expected, "device " + device->device + " is in pool " + device->pool + ", not this node's (" +
                                    pool + ")");
     }
-    Result<SliceParameters> parameters = ParametersFor(Member(*devices, "config"), device->request, driver);
-    if (!parameters.ok()) return Invalid(expected, parameters.status().message());
+    Result<SliceParameters> parameters = ParametersFor(Member(*devices, "config"), device->request, driver, policy);
+    if (!parameters.ok()) {
+      return Status::WithCode(parameters.status().code(), "ResourceClaim " + expected.namespace_name + "/" +
+                                                              expected.name + ": " + parameters.status().message());
+    }
     device->parameters = *parameters;
     out.devices.push_back(std::move(*device));
   }

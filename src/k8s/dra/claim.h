@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,12 +61,22 @@ struct ClaimAllocation {
   bool operator==(const ClaimAllocation&) const = default;
 };
 
+// Which parameters a claim's own configuration may set. A DeviceClass is the cluster admin's (its
+// use can be limited by RBAC, quotas and admission), a claim anyone's who may create pods in a
+// namespace: so a claim may set only what the node's admin allows (`--claim-parameters`), and
+// the rest — a latency tier, another tenant, a host uid for the ledger — comes from classes.
+struct ClaimPolicy {
+  std::set<std::string> claim_may_set = {"computeMode"};  // of tier, computeMode, tenant, runAsUser
+};
+
 // The devices of `driver` in `pool` that `claim` (the API server's JSON) was allocated.
 // InvalidArgument with the reason when the object is not the claim the kubelet named (another
 // uid), is not allocated, holds none of our devices, names one of our devices in another pool,
-// lacks or malforms its consumed capacity, or carries malformed or unknown parameters.
+// lacks or malforms its consumed capacity, or carries malformed or unknown parameters, or
+// parameters of its own that `policy` leaves to classes.
 Result<ClaimAllocation> ParseClaimAllocation(const nlohmann::json& claim, const ClaimRef& expected,
-                                             const std::string& driver, const std::string& pool);
+                                             const std::string& driver, const std::string& pool,
+                                             const ClaimPolicy& policy = {});
 
 // The opaque parameters object, strictly (unknown fields and wrong types are errors).
 Result<SliceParameters> ParseSliceParameters(const nlohmann::json& parameters);

@@ -95,12 +95,33 @@ TEST(ClaimTest, TheClaimsParametersOverrideItsClasssFieldByField) {
       Config("FromClaim", {{"tenant", "ml"}}, json::array({"other-request"})),
       {{"source", "FromClaim"}, {"opaque", {{"driver", "gpu.nvidia.com"}, {"parameters", {{"sharing", "x"}}}}}},
   });
-  Result<ClaimAllocation> parsed = ParseClaimAllocation(claim, kRef, "gpu.fgpu.io", "node-a");
+  ClaimPolicy anything;
+  anything.claim_may_set = {"tier", "computeMode", "tenant", "runAsUser"};
+  Result<ClaimAllocation> parsed = ParseClaimAllocation(claim, kRef, "gpu.fgpu.io", "node-a", anything);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   const SliceParameters& parameters = parsed->devices[0].parameters;
   EXPECT_EQ(parameters.tier, "latency");
   EXPECT_EQ(parameters.compute_mode, "cap");
   EXPECT_FALSE(parameters.tenant.has_value());  // for another request
+}
+
+TEST(ClaimTest, AClaimSetsOnlyWhatTheNodeLetsClaimsSet) {
+  json claim = Claim();
+  claim["status"]["allocation"]["devices"]["config"] =
+      json::array({Config("FromClass", {{"tier", "latency"}, {"tenant", "ml"}, {"runAsUser", 1000}}),
+                   Config("FromClaim", {{"computeMode", "cap"}})});
+  Result<ClaimAllocation> parsed = ParseClaimAllocation(claim, kRef, "gpu.fgpu.io", "node-a");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->devices[0].parameters.tier, "latency");
+  EXPECT_EQ(parsed->devices[0].parameters.compute_mode, "cap");
+  for (const json& own : {json{{"tier", "latency"}}, json{{"tenant", "other-team"}}, json{{"runAsUser", 0}}}) {
+    claim["status"]["allocation"]["devices"]["config"] = json::array({Config("FromClaim", own)});
+    Result<ClaimAllocation> refused = ParseClaimAllocation(claim, kRef, "gpu.fgpu.io", "node-a");
+    ASSERT_FALSE(refused.ok()) << own.dump();
+    EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(refused.status().message().find("may be set by a DeviceClass only"), std::string::npos)
+        << refused.status().message();
+  }
 }
 
 TEST(ClaimTest, ParametersAreStrict) {
@@ -121,7 +142,7 @@ TEST(ClaimTest, ASubrequestsResultCountsAsItsRequest) {
   json claim = Claim();
   claim["status"]["allocation"]["devices"]["results"][0]["request"] = "gpu/small";
   claim["status"]["allocation"]["devices"]["config"] =
-      json::array({Config("FromClaim", {{"tier", "latency"}}, json::array({"gpu"}))});
+      json::array({Config("FromClass", {{"tier", "latency"}}, json::array({"gpu"}))});
   Result<ClaimAllocation> parsed = ParseClaimAllocation(claim, kRef, "gpu.fgpu.io", "node-a");
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->devices[0].request, "gpu");

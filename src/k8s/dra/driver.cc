@@ -124,7 +124,7 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
     return Status::WithCode(object.status().code(), "cannot read ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " +
                                               object.status().message());
   }
-  Result<ClaimAllocation> claim = ParseClaimAllocation(*object, ref, options_.driver, options_.node);
+  Result<ClaimAllocation> claim = ParseClaimAllocation(*object, ref, options_.driver, options_.node, options_.claims);
   if (!claim.ok()) return claim.status();
 
   // Every device must be one of ours before any slice is made, so a bad claim changes nothing.
@@ -216,7 +216,11 @@ ReconcileReport DraDriver::Reconcile() {
   for (const json& claim : *claims) {
     const json metadata = claim.value("metadata", json::object());
     const ClaimRef ref{metadata.value("namespace", ""), metadata.value("name", ""), metadata.value("uid", "")};
-    if (ParseClaimAllocation(claim, ref, options_.driver, options_.node).ok()) allocated_here.insert(ref.uid);
+    // Allocated here, whatever its parameters: a claim a stricter policy would now refuse still
+    // holds its slice until it is unprepared.
+    ClaimPolicy lenient;
+    lenient.claim_may_set = {"tier", "computeMode", "tenant", "runAsUser"};
+    if (ParseClaimAllocation(claim, ref, options_.driver, options_.node, lenient).ok()) allocated_here.insert(ref.uid);
   }
   std::set<std::string> with_slices;
   for (const GrantedSlice& slice : *slices) {

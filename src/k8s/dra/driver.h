@@ -29,6 +29,7 @@ struct DraOptions {
   EditsOptions edits;
   // The uid a slice's ledger is given when neither the claim's parameters nor the pod name one.
   int64_t default_owner_uid = 0;
+  ClaimPolicy claims;
 };
 
 struct PreparedDevice {

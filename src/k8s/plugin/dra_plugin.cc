@@ -79,6 +79,7 @@ int RunDraPlugin(const DraPluginOptions& options) {
   driver_options.cdi_dir = options.cdi_dir;
   driver_options.edits.read_only_files = options.read_only_files;
   driver_options.default_owner_uid = options.default_owner_uid;
+  driver_options.claims = options.claims;
   DraDriver driver(driver_options, &agent, &cluster);
   SlicePublisher publisher(options.node_name, options.policy, &agent, &cluster);
 

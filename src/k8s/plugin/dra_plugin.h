@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/dra/claim.h"
 #include "k8s/dra/resource_slice.h"
 
 namespace fgpu::k8s {
@@ -23,6 +24,7 @@ struct DraPluginOptions {
   std::string metrics_listen;  // host:port; empty: no /metrics
   std::vector<std::string> read_only_files = {"/etc/fgpu/node.conf"};
   int64_t default_owner_uid = 0;
+  ClaimPolicy claims;
   CapacityPolicy policy;
   std::chrono::milliseconds publish_interval{250};
   std::chrono::milliseconds reconcile_interval{30'000};
