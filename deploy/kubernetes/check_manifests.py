@@ -197,11 +197,22 @@ def check_slice_parameters(problems, where, path, parameters):
             problems.add(where, f"{path}.{key}", f"invalid value {json.dumps(value)}")
 
 
-def check_opaque_configs(problems, where, path, configs):
+# What a claim's own configuration may set under the plugin's default --claim-parameters
+# (src/k8s/dra/claim.h ClaimPolicy); the rest only a DeviceClass may.
+CLAIM_MAY_SET = {"apiVersion", "kind", "computeMode"}
+
+
+def check_opaque_configs(problems, where, path, configs, from_claim=False):
     for index, config in enumerate(configs or []):
         opaque = (config or {}).get("opaque") or {}
         if opaque.get("driver") == DRIVER:
-            check_slice_parameters(problems, where, f"{path}[{index}].opaque.parameters", opaque.get("parameters"))
+            parameters = opaque.get("parameters")
+            check_slice_parameters(problems, where, f"{path}[{index}].opaque.parameters", parameters)
+            if from_claim and isinstance(parameters, dict):
+                for key in sorted(set(parameters) - CLAIM_MAY_SET):
+                    problems.add(where, f"{path}[{index}].opaque.parameters.{key}",
+                                 "a claim may not set this with the plugin's default --claim-parameters "
+                                 "(computeMode): put it in a DeviceClass")
 
 
 def check_claim_spec(problems, where, path, spec, classes):
@@ -219,7 +230,7 @@ def check_claim_spec(problems, where, path, spec, classes):
             if key not in ("memory", "compute"):
                 problems.add(where, f"{path}.devices.requests[{index}].exactly.capacity.requests.{key}",
                              "gpu.fgpu.io devices publish only the capacities memory and compute")
-    check_opaque_configs(problems, where, f"{path}.devices.config", devices.get("config"))
+    check_opaque_configs(problems, where, f"{path}.devices.config", devices.get("config"), from_claim=True)
 
 
 def check_pod_spec(problems, where, path, spec, templates, service_accounts, namespace):
