@@ -158,6 +158,11 @@ Status Access::MayCreate(const Caller& caller, const CreateRequest& request, int
   const bool admin = caller.role == Role::kAdmin;
   if (admin && !request.owner) return Status::Ok();
   if (!admin && request.owner) return Status::PermissionDenied(caller.name + " may not create slices for another user");
+  // A pod's cgroup makes its processes the slice's members (signals, stop-loss): the kubelet
+  // plugin's word, an admin's, never a user's.
+  if (!admin && !request.kube.pod_uid.empty()) {
+    return Status::PermissionDenied(caller.name + " may not tie a slice to a pod (pod_uid is for the Kubernetes plugin)");
+  }
   // A batch job's labels say whom chargeback bills: the batch system's word (an admin), not a user's.
   if (!admin && !(request.labels == JobLabels{})) {
     return Status::PermissionDenied("job, user and account are set by the batch system (an admin), not by " +

@@ -75,6 +75,7 @@ api::Slice ApiSlice(const SliceRecord& slice, const WorkloadEnvironment* full, u
     out.labels.job = slice.labels.job;
     out.labels.user = slice.labels.user;
     out.labels.account = slice.labels.account;
+    out.labels.pod_uid = slice.kube.pod_uid;
     out.details = api::SliceDetails{slice.owner_uid,   slice.owner_pid,
                                     slice.release_on_exit, slice.dir,
                                     api::SliceEnv(*full, slice.dir, slice.gpu_uuid), slice.idempotency_key};
@@ -182,7 +183,7 @@ Result<CreateRequest> CreateRequestOf(const api::SliceRequest& body) {
   request.wait = body.wait;
   if (body.tenant) request.tenant = *body.tenant;
   request.labels = {body.labels.job, body.labels.user, body.labels.account};
-  request.kube = {body.labels.kube_namespace, body.labels.pod, body.labels.claim};
+  request.kube = {body.labels.kube_namespace, body.labels.pod, body.labels.claim, body.labels.pod_uid};
   request.idempotency_key = body.idempotency_key.value_or("");
   request.gpu = body.gpu;
   if (body.owner) {

@@ -513,6 +513,23 @@ TEST_F(ApiTest, ACreateRetriedWithItsIdempotencyKeyAnswersTheSameSlice) {
   EXPECT_EQ(Call("POST", "/v1/slices", body, 1001).status, 201);
 }
 
+// pod_uid makes the pod's cgroup hold the slice's processes: the plugin's (an admin's) word only,
+// kept across a restart, shown to those who see the slice in full.
+TEST_F(ApiTest, OnlyAnAdminTiesASliceToAPod) {
+  const std::string body = R"({"memory":"1GiB","pod":"trainer-0","pod_uid":"0b5e1c7a-1111-2222-3333-444455556666"})";
+  const net::HttpResponse user = Call("POST", "/v1/slices", body, 1001);
+  EXPECT_EQ(user.status, 403) << user.body;
+  EXPECT_NE(user.body.find("pod_uid is for the Kubernetes plugin"), std::string::npos) << user.body;
+  const net::HttpResponse admin = Call("POST", "/v1/slices", body);
+  ASSERT_EQ(admin.status, 201) << admin.body;
+  const std::string id = json::parse(admin.body)["id"];
+  EXPECT_EQ(json::parse(admin.body)["pod_uid"], "0b5e1c7a-1111-2222-3333-444455556666");
+  Boot();
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices/" + id).body)["pod_uid"], "0b5e1c7a-1111-2222-3333-444455556666");
+  EXPECT_EQ(service_->List()[0].kube.pod_uid, "0b5e1c7a-1111-2222-3333-444455556666");
+  EXPECT_EQ(Call("POST", "/v1/slices", R"({"memory":"1GiB","pod_uid":"../x"})").status, 400);
+}
+
 TEST_F(ApiTest, AQueuedRequestRetriedWithItsKeyKeepsItsTicket) {
   ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"80GiB","gpu":"0"})").status, 201);
   ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"80GiB","gpu":"1"})").status, 201);

@@ -161,6 +161,32 @@ bool Membership::InJobCgroup(const ProcessFacts& process, const SliceRecord& sli
   });
 }
 
+bool Membership::InPodCgroup(const ProcessFacts& process, const SliceRecord& slice) const {
+  const std::string& uid = slice.kube.pod_uid;
+  if (uid.empty()) return false;
+  std::string underscored = uid;
+  std::replace(underscored.begin(), underscored.end(), '-', '_');
+  const std::string cgroupfs = "pod" + uid;
+  const std::string systemd = "-pod" + underscored + ".slice";
+  return std::any_of(process.all_cgroups.begin(), process.all_cgroups.end(), [&](const std::string& path) {
+    // Only the kubelet's own tree, at the root (only root makes cgroups there): a user with a
+    // delegated subtree can name a cgroup anything below it.
+    if (path.rfind("/kubepods/", 0) != 0 && path.rfind("/kubepods.slice/", 0) != 0) return false;
+    std::size_t start = 0;
+    while (start < path.size()) {
+      const std::size_t end = std::min(path.find('/', start), path.size());
+      const std::string_view component(path.data() + start, end - start);
+      if (component == cgroupfs) return true;
+      if (component.size() > systemd.size() && component.rfind("kubepods", 0) == 0 &&
+          component.substr(component.size() - systemd.size()) == systemd) {
+        return true;
+      }
+      start = end + 1;
+    }
+    return false;
+  });
+}
+
 bool Membership::DescendsFromMember(const ProcessFacts& process, const std::string& slice_id) const {
   const std::vector<Member> members = Members(slice_id);
   if (members.empty()) return false;
@@ -180,7 +206,7 @@ bool Membership::BelongsTo(const ProcessFacts& process, const SliceRecord& slice
   if (process.pid <= 1 || process.zombie) return false;
   if (slice.owner_uid >= 0 && !process.RunsAs(static_cast<uid_t>(slice.owner_uid))) return false;
   if (!cgroup_base_path_.empty() && IsUnder(process.cgroup, CgroupPathOf(slice.id))) return true;
-  return InJobCgroup(process, slice) || DescendsFromMember(process, slice.id);
+  return InJobCgroup(process, slice) || InPodCgroup(process, slice) || DescendsFromMember(process, slice.id);
 }
 
 std::vector<ProcessFacts> Membership::ProcessesOf(const SliceRecord& slice, const std::vector<pid_t>& candidates) const {

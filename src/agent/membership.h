@@ -7,6 +7,9 @@
 //     and a process cannot leave a cgroup it cannot write the parent of;
 //   - it is in the batch system's cgroup of the slice's job (Slurm: a path component
 //     "job_<id>", and "step_<step>" when the slice names a step);
+//   - it is in the cgroup of the slice's pod (Kubernetes, a pod_uid an admin set: under the
+//     kubelet's root "/kubepods" (cgroupfs) or "/kubepods.slice" (systemd), a path component
+//     "pod<uid>" or "kubepods-…-pod<uid, '-' as '_'>.slice");
 //   - it joined (POST /v1/slices/{id}/join, the kernel naming the caller), or descends from a
 //     process that did, by the parent links in /proc (a process reparented to init or a
 //     subreaper has left the tree: only a cgroup still holds it).
@@ -76,6 +79,7 @@ class Membership {
 
  private:
   void RemoveEmptyCgroups() const;
+  bool InPodCgroup(const ProcessFacts& process, const SliceRecord& slice) const;
   bool InJobCgroup(const ProcessFacts& process, const SliceRecord& slice) const;
   bool DescendsFromMember(const ProcessFacts& process, const std::string& slice_id) const;
 

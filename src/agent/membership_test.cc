@@ -124,6 +124,29 @@ TEST(MembershipTest, ABatchJobsCgroupHoldsItsSteps) {
   EXPECT_TRUE(membership.BelongsTo(task, slice));
 }
 
+TEST(MembershipTest, APodsCgroupHoldsItsContainersWithEitherCgroupDriver) {
+  Membership membership("", "");
+  SliceRecord slice = Slice("s1", getuid());
+  ProcessFacts container = *ReadProcess(getpid());
+  const std::string uid = "0b5e1c7a-1111-2222-3333-444455556666";
+  container.all_cgroups = {"/kubepods/burstable/pod" + uid + "/cri-containerd-abc"};  // cgroupfs
+  EXPECT_FALSE(membership.BelongsTo(container, slice)) << "no pod named: not a member";
+  slice.kube.pod_uid = uid;
+  EXPECT_TRUE(membership.BelongsTo(container, slice));
+  container.all_cgroups = {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0b5e1c7a_1111_2222_3333_"
+                           "444455556666.slice/cri-containerd-abc.scope"};  // systemd
+  EXPECT_TRUE(membership.BelongsTo(container, slice));
+  container.all_cgroups = {"/kubepods.slice/kubepods-pod0b5e1c7a_1111_2222_3333_444455556666.slice/x.scope"};
+  EXPECT_TRUE(membership.BelongsTo(container, slice)) << "a Guaranteed pod";
+  container.all_cgroups = {"/kubepods/burstable/pod0b5e1c7a-1111-2222-3333-444455556667/c"};
+  EXPECT_FALSE(membership.BelongsTo(container, slice)) << "another pod";
+  container.all_cgroups = {"/user.slice/user-1000.slice/user@1000.service/kubepods.slice/"
+                           "kubepods-pod0b5e1c7a_1111_2222_3333_444455556666.slice"};
+  EXPECT_FALSE(membership.BelongsTo(container, slice)) << "a user's delegated subtree, not the kubelet's root";
+  container.all_cgroups = {"/kubepods/burstable/pod" + uid + "x/c"};
+  EXPECT_FALSE(membership.BelongsTo(container, slice)) << "a component, not a prefix";
+}
+
 TEST(MembershipTest, TheSlicesCgroupHoldsAProcessThatLeftTheTree) {
   const auto base = Membership::CgroupBase("membership-test-" + std::to_string(getpid()));
   if (!base) GTEST_SKIP() << "no writable cgroup v2 hierarchy";

@@ -29,6 +29,9 @@ struct KubeLabels {
   std::string kube_namespace;
   std::string pod;
   std::string claim;
+  // The pod's UID, set by an admin (the plugin) only: the pod's cgroup then holds the slice's
+  // processes (Membership), as a Slurm job's cgroup holds its job's. Not a /metrics label.
+  std::string pod_uid{};
 
   bool operator==(const KubeLabels&) const = default;
 };

@@ -13,7 +13,7 @@ namespace {
 // 3: slice_members, the processes that joined each slice (a new table: nothing to migrate).
 // 4: counters, the highest slice number ever handed out (slice ids are never reused); an older
 // database's counter starts at the highest id any of its tables names.
-// 5: idempotency_key, kube_namespace, pod and claim on slices (the Kubernetes plugin); an older
+// 5: idempotency_key, kube_namespace, pod, claim and pod_uid on slices (the Kubernetes plugin); an older
 // database gets the columns, empty, at open.
 constexpr int kSchemaVersion = 5;
 
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS slices (
   idempotency_key TEXT NOT NULL DEFAULT '',
   kube_namespace TEXT NOT NULL DEFAULT '',
   pod TEXT NOT NULL DEFAULT '',
-  claim TEXT NOT NULL DEFAULT ''
+  claim TEXT NOT NULL DEFAULT '',
+  pod_uid TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS usage_records (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -93,7 +94,7 @@ COMMIT;
 // Version 2..4 → 5: the slice columns a database may lack, each added empty (every slice keeps
 // its row, with no key and no Kubernetes labels). Added only where missing, so a database that
 // has some already (an interrupted copy, a test's) migrates too.
-constexpr const char* kColumnsOf5[] = {"idempotency_key", "kube_namespace", "pod", "claim"};
+constexpr const char* kColumnsOf5[] = {"idempotency_key", "kube_namespace", "pod", "claim", "pod_uid"};
 
 // A prepared statement, finalized on scope exit.
 class Statement {
@@ -303,8 +304,8 @@ bool Store::InsertSlice(const SliceRecord& slice) {
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
                    "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, "
-                   "accounted_busy_ns, job, user_name, account, idempotency_key, kube_namespace, pod, claim) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
+                   "accounted_busy_ns, job, user_name, account, idempotency_key, kube_namespace, pod, claim, pod_uid) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
   if (!insert.ok()) return false;
   sqlite3_stmt* s = insert.get();
   BindText(s, 1, slice.id);
@@ -327,6 +328,7 @@ bool Store::InsertSlice(const SliceRecord& slice) {
   BindText(s, 20, slice.kube.kube_namespace);
   BindText(s, 21, slice.kube.pod);
   BindText(s, 22, slice.kube.claim);
+  BindText(s, 23, slice.kube.pod_uid);
   return sqlite3_step(s) == SQLITE_DONE;
 }
 
@@ -382,7 +384,7 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
   Statement select(db_,
                    "SELECT id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, owner_uid, owner_pid, "
                    "owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, accounted_busy_ns, job, "
-                   "user_name, account, idempotency_key, kube_namespace, pod, claim FROM slices "
+                   "user_name, account, idempotency_key, kube_namespace, pod, claim, pod_uid FROM slices "
                    "ORDER BY created_unix_ms, id;");
   if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   std::vector<SliceRecord> slices;
@@ -407,7 +409,7 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
     slice.accounted_busy_ns = static_cast<uint64_t>(sqlite3_column_int64(s, 14));
     slice.labels = {Text(s, 15), Text(s, 16), Text(s, 17)};
     slice.idempotency_key = Text(s, 18);
-    slice.kube = {Text(s, 19), Text(s, 20), Text(s, 21)};
+    slice.kube = {Text(s, 19), Text(s, 20), Text(s, 21), Text(s, 22)};
     slices.push_back(std::move(slice));
   }
   if (rc != SQLITE_DONE) return Status::Corrupt(std::string("state database: ") + sqlite3_errmsg(db_));

@@ -217,7 +217,8 @@ json ToJson(const SliceRequest& request) {
       {"account", &request.labels.account},
       {"namespace", &request.labels.kube_namespace},
       {"pod", &request.labels.pod},
-      {"claim", &request.labels.claim}};
+      {"claim", &request.labels.claim},
+      {"pod_uid", &request.labels.pod_uid}};
   for (const auto& [name, value] : labels) {
     if (!value->empty()) body[name] = *value;
   }
@@ -236,7 +237,7 @@ template <>
 Result<SliceRequest> Parse<SliceRequest>(const json& body) {
   if (Status known = OnlyKnownFields(body, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu",
                                             "release_on_exit", "wait", "job", "user", "account", "owner",
-                                            "idempotency_key", "namespace", "pod", "claim"});
+                                            "idempotency_key", "namespace", "pod", "claim", "pod_uid"});
       !known.ok()) {
     return known;
   }
@@ -275,6 +276,12 @@ Result<SliceRequest> Parse<SliceRequest>(const json& body) {
   for (const auto& [name, field] : kube) {
     if (Status read = ReadString(body, name, field); !read.ok()) return read;
     if (Status valid = CheckKubeLabel(name, *field); !valid.ok()) return valid;
+  }
+  if (Status read = ReadString(body, "pod_uid", &request.labels.pod_uid); !read.ok()) return read;
+  if (request.labels.pod_uid.size() > 64 ||
+      !std::all_of(request.labels.pod_uid.begin(), request.labels.pod_uid.end(),
+                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-'; })) {
+    return Status::InvalidArgument("pod_uid must be at most 64 of A-Z a-z 0-9 - (a pod's metadata.uid)");
   }
   if (body.contains("gpu")) {
     std::string gpu;
@@ -333,6 +340,7 @@ json ToJson(const Slice& slice) {
     body.update(json{{"job", slice.labels.job},
                      {"user", slice.labels.user},
                      {"account", slice.labels.account},
+                     {"pod_uid", slice.labels.pod_uid},
                      {"owner_uid", details.owner_uid},
                      {"owner_pid", details.owner_pid},
                      {"release_on_exit", details.release_on_exit},
@@ -379,7 +387,8 @@ Result<Slice> Parse<Slice>(const json& body) {
                      ReadBool(body, "starved", &slice.starved), ReadString(body, "job", &slice.labels.job),
                      ReadString(body, "user", &slice.labels.user), ReadString(body, "account", &slice.labels.account),
                      ReadString(body, "namespace", &slice.labels.kube_namespace),
-                     ReadString(body, "pod", &slice.labels.pod), ReadString(body, "claim", &slice.labels.claim)});
+                     ReadString(body, "pod", &slice.labels.pod), ReadString(body, "claim", &slice.labels.claim),
+                     ReadString(body, "pod_uid", &slice.labels.pod_uid)});
   if (!read.ok()) return Status::InvalidArgument("slice " + slice.id + ": " + read.message());
   if (body.contains("owner_uid") || body.contains("dir") || body.contains("env")) {
     SliceDetails details;

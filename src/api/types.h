@@ -29,6 +29,9 @@ struct Labels {
   std::string kube_namespace;  // "namespace" in JSON
   std::string pod;
   std::string claim;
+  // The pod's UID (admins only; up to 64 of [A-Za-z0-9-]): the agent then counts the processes in
+  // the pod's cgroup as the slice's, as a Slurm job's cgroup. "pod_uid" in JSON, full view only.
+  std::string pod_uid{};
 
   bool operator==(const Labels&) const = default;
 };

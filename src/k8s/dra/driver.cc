@@ -156,6 +156,7 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
     order.owner_uid = *owner;
     order.namespace_name = ref.namespace_name;
     order.pod = claim->reserved_for.empty() ? std::string() : claim->reserved_for.front().name;
+    order.pod_uid = claim->reserved_for.empty() ? std::string() : claim->reserved_for.front().uid;
     order.claim = ref.name;
     // Slices made before a failure stay: the kubelet retries with the same claim and gets them
     // back by their keys, and Reconcile releases them if the claim goes away instead.

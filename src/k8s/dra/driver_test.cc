@@ -89,6 +89,7 @@ TEST_F(DraDriverTest, PrepareMakesASliceOfTheConsumedCapacityAndItsCdiSpec) {
   EXPECT_EQ(order.namespace_name, "team-a");
   EXPECT_EQ(order.claim, "train");
   EXPECT_EQ(order.pod, "train-pod");
+  EXPECT_EQ(order.pod_uid, "uid-1-pod");
   EXPECT_EQ(order.owner_uid, 0);
   EXPECT_TRUE(std::filesystem::exists(CdiSpecPath(cdi_.string(), "uid-1")));
 }

@@ -30,6 +30,7 @@ struct SliceOrder {
   std::optional<int64_t> owner_uid;
   std::string namespace_name;
   std::string pod;
+  std::string pod_uid;  // the agent counts the pod's cgroup as the slice's (signals, stop-loss)
   std::string claim;
 };
 

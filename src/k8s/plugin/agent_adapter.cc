@@ -30,6 +30,7 @@ Result<GrantedSlice> AgentAdapter::Create(const SliceOrder& order) {
   request.labels.kube_namespace = order.namespace_name;
   request.labels.pod = order.pod;
   request.labels.claim = order.claim;
+  request.labels.pod_uid = order.pod_uid;
   Result<api::CreateReply> reply = client_.CreateSlice(request);
   if (!reply.ok()) return reply.status();
   if (!reply->slice) return Status::Internal("the agent queued a request that did not ask to wait");
