@@ -22,17 +22,14 @@ class ShareAllocatorTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() / ("fgpu-dp-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     options_.checkpoint_path = (dir_ / "fgpu-allocations.json").string();
+    agent_.gpus = {testing::TestGpu("GPU-a")};
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   ShareAllocator Make() { return ShareAllocator(options_, SharePlan(100, {}), &agent_); }
 
   std::filesystem::path dir_;
   AllocatorOptions options_;
-  FakeAgent agent_ = [] {
-    FakeAgent agent;
-    agent.gpus = {testing::TestGpu("GPU-a")};
-    return agent;
-  }();
+  FakeAgent agent_;
 };
 
 std::vector<std::string> Ids(int first, int count) {
