@@ -4,6 +4,8 @@
 : "${K8S_DIR:=$(cd "$(dirname "$0")" && pwd)}"
 : "${FGPU_K8S_REFERENCE:?run this through ctest (FGPU_K8S_REFERENCE is not set)}"
 KUBELET="$FGPU_BIN_DIR/fgpu-test-kubelet"
+# A sanitizer build's interposer is preloaded into uninstrumented programs (as in tests/e2e).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-verify_asan_link_order=0:detect_leaks=0}"
 KUBE="python3 $K8S_DIR/kube.py"
 SEGMENT=/fgpu-k8s-e2e-$$
 AGENT_SOCKET=$SCRATCH/agent/agent.sock
@@ -169,10 +171,12 @@ in_claim() {
   uid=$1
   shift
   STATUS=0
+  ERR=""
   OUT=$(python3 - "$SCRATCH/cdi/gpu.fgpu.io-$uid.json" "$@" <<'PY'
 import json, os, sys
 spec = json.load(open(sys.argv[1]))
 env = {"PATH": "/usr/bin:/bin"}
+env.update({k: v for k, v in os.environ.items() if k in ("ASAN_OPTIONS", "UBSAN_OPTIONS")})  # a sanitizer build's
 for entry in spec["devices"][0]["containerEdits"]["env"]:
     name, _, value = entry.partition("=")
     env[name] = value
@@ -208,9 +212,11 @@ in_env() {
   file=$1
   shift
   STATUS=0
+  ERR=""
   OUT=$(python3 - "$file" "$@" <<'PY'
 import json, os, sys
 env = {"PATH": "/usr/bin:/bin"}
+env.update({k: v for k, v in os.environ.items() if k in ("ASAN_OPTIONS", "UBSAN_OPTIONS")})  # a sanitizer build's
 env.update(json.load(open(sys.argv[1]))["envs"])
 os.execve(sys.argv[2], sys.argv[2:], env)
 PY
