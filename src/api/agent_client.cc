@@ -1,5 +1,7 @@
 #include "api/agent_client.h"
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -141,6 +143,18 @@ Result<api::Health> AgentClient::Health() const {
   Result<net::HttpResponse> response = Call("GET", "/v1/health", "");
   if (!response.ok()) return response.status();
   return ReadBody<api::Health>(*response, "the agent's health");
+}
+
+Result<std::vector<UsageTotal>> AgentClient::Usage(const UsageQuery& query) const {
+  const bool word = !query.by.empty() && std::all_of(query.by.begin(), query.by.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  });
+  if (!word) return Status::InvalidArgument("not a usage grouping: '" + query.by + "'");
+  std::string target = "/v1/usage?since=" + std::to_string(query.since_unix_ms) + "&by=" + query.by;
+  if (query.until_unix_ms) target += "&until=" + std::to_string(*query.until_unix_ms);
+  Result<net::HttpResponse> response = Call("GET", target, "");
+  if (!response.ok()) return response.status();
+  return ReadBody<std::vector<UsageTotal>>(*response, "a usage report");
 }
 
 Result<CreateReply> AgentClient::PollTicket(const std::string& ticket) const {

@@ -6,7 +6,9 @@
 // Thread-compatible; holds no connection between calls.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,13 @@ using Transport = std::function<Result<net::HttpResponse>(const std::string& met
 struct SliceQuery {
   bool usage = false;           // ?usage=1: what each slice uses now
   std::string idempotency_key;  // only the slice made for this key (its owner's and admins' view)
+};
+
+// GET /v1/usage's query: the usage records that overlap [since, until), summed by `by`.
+struct UsageQuery {
+  int64_t since_unix_ms = 0;
+  std::optional<int64_t> until_unix_ms;  // absent: now
+  std::string by = "tenant";             // tenant, slice; account, user or job (admins)
 };
 
 // The Status an answer of the agent means (Ok for 2xx), with its {"error"} text.
@@ -48,6 +57,7 @@ class AgentClient {
   Result<JoinReply> JoinSlice(const std::string& id) const;
   Result<std::vector<Gpu>> ListGpus() const;
   Result<api::Health> Health() const;
+  Result<std::vector<UsageTotal>> Usage(const UsageQuery& query) const;
   // Still queued (a ticket) or placed (the slice; the ticket is then spent).
   Result<CreateReply> PollTicket(const std::string& ticket) const;
   Status CancelTicket(const std::string& ticket) const;

@@ -153,6 +153,23 @@ TEST_F(AgentClientTest, ReadsSlicesGpusHealthAndTheQueue) {
   EXPECT_EQ(Last().path, "/v1/slices/s3/join");
 }
 
+TEST_F(AgentClientTest, ReadsTheUsageReport) {
+  Answer(200, json::array({ToJson(UsageTotal{"physics", 3600, 0.5, 1800, 2})}));
+  Result<std::vector<UsageTotal>> rows = Client().Usage({1000, std::nullopt, "account"});
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ(*rows, (std::vector<UsageTotal>{{"physics", 3600, 0.5, 1800, 2}}));
+  EXPECT_EQ(Last().path, "/v1/usage");
+  EXPECT_EQ(Last().query, "since=1000&by=account");
+  EXPECT_TRUE(Client().Usage({0, 5000, "tenant"}).ok());
+  EXPECT_EQ(Last().query, "since=0&by=tenant&until=5000");
+  EXPECT_EQ(Client().Usage({0, std::nullopt, "tenant&until=1"}).status().code(), StatusCode::kInvalidArgument)
+      << "the grouping cannot change the query";
+  Answer(403, ToJson(ApiError{"usage by account is for admins"}));
+  EXPECT_EQ(Client().Usage({0, std::nullopt, "account"}).status().message(), "usage by account is for admins");
+  Answer(200, json::object());
+  EXPECT_EQ(Client().Usage({}).status().code(), StatusCode::kInternal) << "not a list: an agent of another version";
+}
+
 TEST_F(AgentClientTest, NoAgentIsUnavailable) {
   net::Endpoint nowhere;
   nowhere.unix_socket = true;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <variant>
 
@@ -93,6 +94,15 @@ Status ReadNumber(const json& object, const char* name, double* out) {
   if (it == object.end()) return Status::Ok();
   if (!it->is_number()) return Status::InvalidArgument(std::string(name) + " must be a number");
   *out = it->get<double>();
+  return Status::Ok();
+}
+
+// ReadNumber for a field newer agents add: absent leaves `out` unset.
+Status ReadOptionalNumber(const json& object, const char* name, std::optional<double>* out) {
+  if (!object.contains(name)) return Status::Ok();
+  double value = 0;
+  if (Status read = ReadNumber(object, name, &value); !read.ok()) return read;
+  *out = value;
   return Status::Ok();
 }
 
@@ -330,11 +340,11 @@ json ToJson(const Slice& slice) {
                {"tier", slice.tier},
                {"tenant", slice.tenant},
                {"created_unix_ms", slice.created_unix_ms},
-               {"compute_throttled_seconds", slice.compute_throttled_seconds},
                {"starved", slice.starved},
                {"namespace", slice.labels.kube_namespace},
                {"pod", slice.labels.pod},
                {"claim", slice.labels.claim}};
+  if (slice.compute_throttled_seconds) body["compute_throttled_seconds"] = *slice.compute_throttled_seconds;
   if (slice.details) {
     const SliceDetails& details = *slice.details;
     body.update(json{{"job", slice.labels.job},
@@ -383,7 +393,7 @@ Result<Slice> Parse<Slice>(const json& body) {
                      ReadInteger(body, "compute", &slice.compute), ReadString(body, "compute_mode", &slice.compute_mode),
                      ReadString(body, "tier", &slice.tier), ReadString(body, "tenant", &slice.tenant),
                      ReadInteger(body, "created_unix_ms", &slice.created_unix_ms),
-                     ReadNumber(body, "compute_throttled_seconds", &slice.compute_throttled_seconds),
+                     ReadOptionalNumber(body, "compute_throttled_seconds", &slice.compute_throttled_seconds),
                      ReadBool(body, "starved", &slice.starved), ReadString(body, "job", &slice.labels.job),
                      ReadString(body, "user", &slice.labels.user), ReadString(body, "account", &slice.labels.account),
                      ReadString(body, "namespace", &slice.labels.kube_namespace),
@@ -513,6 +523,32 @@ Result<JoinReply> Parse<JoinReply>(const json& body) {
     return read;
   }
   return join;
+}
+
+json ToJson(const UsageTotal& total) {
+  return json{{"key", total.key},
+              {"reserved_gpu_seconds", total.reserved_gpu_seconds},
+              {"memory_gib_hours", total.memory_gib_hours},
+              {"busy_gpu_seconds", total.busy_gpu_seconds},
+              {"records", total.records}};
+}
+
+template <>
+Result<UsageTotal> Parse<UsageTotal>(const json& body) {
+  if (!body.is_object()) return Status::InvalidArgument("a usage row must be a JSON object");
+  UsageTotal total;
+  Status read = All({ReadString(body, "key", &total.key),
+                     ReadNumber(body, "reserved_gpu_seconds", &total.reserved_gpu_seconds),
+                     ReadNumber(body, "memory_gib_hours", &total.memory_gib_hours),
+                     ReadNumber(body, "busy_gpu_seconds", &total.busy_gpu_seconds),
+                     ReadInteger(body, "records", &total.records)});
+  if (!read.ok()) return Status::InvalidArgument("usage of '" + total.key + "': " + read.message());
+  return total;
+}
+
+template <>
+Result<std::vector<UsageTotal>> Parse<std::vector<UsageTotal>>(const json& value) {
+  return ParseArray<UsageTotal>(value, "the usage report");
 }
 
 json ToJson(const ApiError& error) { return json{{"error", error.error}}; }

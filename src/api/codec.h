@@ -43,6 +43,7 @@ nlohmann::json ToJson(const GpuMode& mode);
 nlohmann::json ToJson(const Health& health);
 nlohmann::json ToJson(const JoinReply& join);
 nlohmann::json ToJson(const ApiError& error);
+nlohmann::json ToJson(const UsageTotal& total);
 nlohmann::json ToJson(const Env& env);
 // A list (GET /v1/slices, GET /v1/gpus): an array of ToJson(item).
 template <typename T>
@@ -67,6 +68,8 @@ template <> Result<Health> Parse<Health>(const nlohmann::json& json);
 template <> Result<JoinReply> Parse<JoinReply>(const nlohmann::json& json);
 template <> Result<ApiError> Parse<ApiError>(const nlohmann::json& json);
 template <> Result<Env> Parse<Env>(const nlohmann::json& json);
+template <> Result<UsageTotal> Parse<UsageTotal>(const nlohmann::json& json);
+template <> Result<std::vector<UsageTotal>> Parse<std::vector<UsageTotal>>(const nlohmann::json& json);
 
 // JSON text, then Parse<T>: InvalidArgument when the text is not JSON.
 template <typename T>

@@ -135,6 +135,36 @@ TEST(CodecTest, RepliesTolerateNewFieldsButNotWrongTypes) {
   EXPECT_FALSE(Parse<std::vector<Slice>>(json::object()).ok());
 }
 
+TEST(CodecTest, AnOlderAgentsSliceWithoutThrottledTimeKeepsItAbsent) {
+  json body = ToJson(FullSlice());
+  body.erase("compute_throttled_seconds");
+  Result<Slice> older = Parse<Slice>(body);
+  ASSERT_TRUE(older.ok()) << older.status().message();
+  EXPECT_FALSE(older->compute_throttled_seconds.has_value()) << "absent, not 0: the agent did not say";
+  EXPECT_FALSE(ToJson(*older).contains("compute_throttled_seconds")) << "and written back absent";
+  Slice none_yet = FullSlice();
+  none_yet.compute_throttled_seconds = 0.0;
+  EXPECT_EQ(ToJson(none_yet)["compute_throttled_seconds"], 0.0) << "a reading of zero is written";
+  EXPECT_EQ(RoundTrip(none_yet), none_yet);
+  body["compute_throttled_seconds"] = "long";
+  EXPECT_EQ(Parse<Slice>(body).status().message(), "slice s7: compute_throttled_seconds must be a number");
+}
+
+TEST(CodecTest, UsageRowsRoundTrip) {
+  const UsageTotal row{"physics", 7200.5, 1.25, 3600, 3};
+  EXPECT_EQ(RoundTrip(row), row);
+  EXPECT_EQ(ToJson(row), (json{{"key", "physics"},
+                               {"reserved_gpu_seconds", 7200.5},
+                               {"memory_gib_hours", 1.25},
+                               {"busy_gpu_seconds", 3600.0},
+                               {"records", 3}}));
+  EXPECT_EQ(RoundTrip(std::vector<UsageTotal>{row, UsageTotal{}}), (std::vector<UsageTotal>{row, UsageTotal{}}));
+  json body = ToJson(row);
+  body["records"] = 2.5;
+  EXPECT_EQ(Parse<UsageTotal>(body).status().message(), "usage of 'physics': records must be an integer");
+  EXPECT_EQ(Parse<std::vector<UsageTotal>>(json::object()).status().message(), "the usage report must be a JSON array");
+}
+
 TEST(CodecTest, TheSmallRepliesRoundTrip) {
   EXPECT_EQ(RoundTrip(QueueTicket{"abcd", 3}), (QueueTicket{"abcd", 3}));
   const Gpu gpu{1, "GPU-b", "H100", 80ull << 30, 8ull << 30, 25, true, "low memory", 2, "9.0", "580.65.06", true, 1};

@@ -100,7 +100,9 @@ struct Slice {
   std::string tier;
   std::string tenant;
   int64_t created_unix_ms = 0;
-  double compute_throttled_seconds = 0;
+  // Seconds its launches waited in the compute gate. The agent always sends it; absent: an agent
+  // from before the field (`fgpu status` then shows no THROTTLED column rather than zeros).
+  std::optional<double> compute_throttled_seconds;
   bool starved = false;
   // job, user and account are written only with `details` (chargeback is the admins'); the
   // Kubernetes labels are public, as /metrics exports them.
@@ -164,6 +166,18 @@ struct JoinReply {
   std::string cgroup;  // "" when the slice has none
 
   bool operator==(const JoinReply&) const = default;
+};
+
+// One row of GET /v1/usage: usage records summed by one key (a tenant, slice, account, user or
+// job; "" for records without one), prorated to the window asked for (docs/agent.md "Chargeback").
+struct UsageTotal {
+  std::string key;
+  double reserved_gpu_seconds = 0;  // wall time x compute share
+  double memory_gib_hours = 0;      // memory cap x wall time
+  double busy_gpu_seconds = 0;      // measured GPU occupancy
+  int64_t records = 0;
+
+  bool operator==(const UsageTotal&) const = default;
 };
 
 // PUT /v1/gpus/{gpu}: the exclusive switch.

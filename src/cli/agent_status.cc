@@ -3,15 +3,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
+#include "api/codec.h"
 #include "core/units.h"
 
 namespace fgpu::cli {
 namespace {
-
-using nlohmann::json;
 
 std::string Percent(double value) {
   char text[32];
@@ -46,51 +48,53 @@ std::string Seconds(double value) {
   return text;
 }
 
-bool Starved(const json& slice) {
-  const auto it = slice.find("starved");
-  return it != slice.end() && it->is_boolean() && it->get<bool>();
-}
-
 // What a reader should notice about a slice: starved (below its share while it waits in the
 // compute gate), or a ledger the agent cannot read (its usage is unknown).
-std::string SliceNote(const json& slice) {
+std::string SliceNote(const api::Slice& slice) {
   std::vector<std::string> notes;
-  if (Starved(slice)) notes.push_back("STARVED");
-  const auto readable = slice.find("ledger_readable");
-  if (readable != slice.end() && readable->is_boolean() && !readable->get<bool>()) notes.push_back("ledger unreadable");
+  if (slice.starved) notes.push_back("STARVED");
+  if (slice.usage && !slice.usage->ledger_readable) notes.push_back("ledger unreadable");
   std::string text;
   for (const std::string& note : notes) text += (text.empty() ? "" : ", ") + note;
   return text;
 }
 
 // A Kubernetes slice's pod: "namespace/pod" and its claim in brackets; "" for any other slice.
-std::string PodOf(const json& slice) {
-  const std::string pod = slice.value("pod", "");
-  if (pod.empty()) return "";
-  const std::string claim = slice.value("claim", "");
-  return slice.value("namespace", "") + "/" + pod + (claim.empty() ? "" : " (" + claim + ")");
+std::string PodOf(const api::Slice& slice) {
+  const api::Labels& labels = slice.labels;
+  if (labels.pod.empty()) return "";
+  return labels.kube_namespace + "/" + labels.pod + (labels.claim.empty() ? "" : " (" + labels.claim + ")");
 }
 
 // Below the table: which slices are starved and what that means.
-std::string StarvedLine(const json& slices) {
+std::string StarvedLine(const std::vector<api::Slice>& slices) {
   std::string ids;
-  for (const json& slice : slices) {
-    if (Starved(slice)) ids += (ids.empty() ? "" : ", ") + slice.value("id", "");
+  for (const api::Slice& slice : slices) {
+    if (slice.starved) ids += (ids.empty() ? "" : ", ") + slice.id;
   }
   if (ids.empty()) return "";
   return "\nSTARVED: " + ids + " waited in the compute gate yet got less than its share (docs/agent.md, stop-loss)\n";
 }
 
+// A size field as the API names it (memory_bytes, memory_used_bytes): shown also in GiB.
+bool IsSize(const std::string& key) {
+  static constexpr std::string_view kSuffix = "_bytes";
+  return key.size() > kSuffix.size() && key.compare(key.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+}
+
+std::string Text(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
 }  // namespace
 
-std::string RenderSliceTable(const json& slices, const std::map<std::string, double>* achieved) {
+std::string RenderSliceTable(const std::vector<api::Slice>& slices, const std::map<std::string, double>* achieved) {
   if (slices.empty()) return "no slices\n";
   // Fields an older agent does not send get no column, rather than a column of zeros.
-  const bool throttled = std::any_of(slices.begin(), slices.end(), [](const json& slice) {
-    return slice.contains("compute_throttled_seconds");
+  const bool throttled = std::any_of(slices.begin(), slices.end(), [](const api::Slice& slice) {
+    return slice.compute_throttled_seconds.has_value();
   });
   // Only where a slice serves a Kubernetes pod: Slurm and fgpu run slices keep their table.
-  const bool pods = std::any_of(slices.begin(), slices.end(), [](const json& slice) { return !PodOf(slice).empty(); });
+  const bool pods =
+      std::any_of(slices.begin(), slices.end(), [](const api::Slice& slice) { return !PodOf(slice).empty(); });
   std::vector<std::string> header = {"SLICE", "GPU", "TENANT", "TIER", "MEMORY USED / CAP", "COMPUTE", "PROCS"};
   if (pods) header.insert(header.begin() + 3, "POD");
   if (achieved != nullptr) header.push_back("ACHIEVED");
@@ -98,23 +102,23 @@ std::string RenderSliceTable(const json& slices, const std::map<std::string, dou
   header.push_back("NOTE");
   std::vector<std::vector<std::string>> rows = {header};
   bool any_note = false;
-  for (const json& slice : slices) {
-    const std::string id = slice.value("id", "");
+  for (const api::Slice& slice : slices) {
+    // Read without ?usage=1 (or from an agent that cannot say): what it uses is unknown.
+    const std::optional<api::SliceUsage>& usage = slice.usage;
     std::vector<std::string> row = {
-        id,
-        Short(slice.value("gpu", "")),
-        slice.value("tenant", ""),
-        slice.value("tier", ""),
-        (slice.contains("memory_used_bytes") ? FormatByteSize(slice.value("memory_used_bytes", uint64_t{0})) : "-") +
-            " / " + FormatByteSize(slice.value("memory_bytes", uint64_t{0})),
-        Percent(slice.value("compute", 0)) + " " + slice.value("compute_mode", ""),
-        slice.contains("processes") ? std::to_string(slice.value("processes", 0)) : "-"};
+        slice.id,
+        Short(slice.gpu),
+        slice.tenant,
+        slice.tier,
+        (usage ? FormatByteSize(usage->memory_used_bytes) : "-") + " / " + FormatByteSize(slice.memory_bytes),
+        Percent(slice.compute) + " " + slice.compute_mode,
+        usage ? std::to_string(usage->processes) : "-"};
     if (pods) row.insert(row.begin() + 3, PodOf(slice));
     if (achieved != nullptr) {
-      const auto it = achieved->find(id);
+      const auto it = achieved->find(slice.id);
       row.push_back(it == achieved->end() ? "-" : Percent(it->second));
     }
-    if (throttled) row.push_back(Seconds(slice.value("compute_throttled_seconds", 0.0)));
+    if (throttled) row.push_back(Seconds(slice.compute_throttled_seconds.value_or(0.0)));
     row.push_back(SliceNote(slice));
     any_note = any_note || !row.back().empty();
     rows.push_back(row);
@@ -125,14 +129,13 @@ std::string RenderSliceTable(const json& slices, const std::map<std::string, dou
   return Table(rows);
 }
 
-std::string RenderAgentStatus(const json& gpus, const json& slices, const std::map<std::string, double>* achieved) {
+std::string RenderAgentStatus(const std::vector<api::Gpu>& gpus, const std::vector<api::Slice>& slices,
+                              const std::map<std::string, double>* achieved) {
   std::vector<std::vector<std::string>> gpu_rows = {{"GPU", "NAME", "UUID", "MEMORY", "RESERVED", "COMPUTE", "SLICES"}};
-  for (const json& gpu : gpus) {
-    gpu_rows.push_back({std::to_string(gpu.value("index", 0)), gpu.value("name", ""), Short(gpu.value("uuid", "")),
-                        FormatByteSize(gpu.value("memory_total", uint64_t{0})),
-                        FormatByteSize(gpu.value("memory_reserved", uint64_t{0})),
-                        Percent(gpu.value("compute_reserved", 0)) + " reserved",
-                        std::to_string(gpu.value("slices", 0))});
+  for (const api::Gpu& gpu : gpus) {
+    gpu_rows.push_back({std::to_string(gpu.index), gpu.name, Short(gpu.uuid), FormatByteSize(gpu.memory_total),
+                        FormatByteSize(gpu.memory_reserved), Percent(gpu.compute_reserved) + " reserved",
+                        std::to_string(gpu.slices)});
   }
   std::string out = Table(gpu_rows) + "\n" + RenderSliceTable(slices, achieved);
   const std::string starved = StarvedLine(slices);
@@ -150,46 +153,48 @@ std::string TopHeading(std::time_t now, double interval_s) {
   return std::string("fgpu top  ") + stamp + "  (every " + every + " s; ACHIEVED over the last interval)\n\n";
 }
 
-std::string RenderSliceDetails(const json& slice) {
+std::string RenderSliceDetails(const api::Slice& slice) {
+  // The slice as the codec writes it: the agent's own field names, in the order it writes them.
+  const nlohmann::json fields = api::ToJson(slice);
   std::ostringstream out;
-  for (const auto& [key, value] : slice.items()) {
-    if (key == "env" && value.is_object()) {
-      for (const auto& [name, setting] : value.items()) {
-        out << "env." << name << ": " << (setting.is_string() ? setting.get<std::string>() : setting.dump()) << "\n";
+  for (auto field = fields.begin(); field != fields.end(); ++field) {
+    const std::string& key = field.key();
+    const nlohmann::json& value = *field;
+    if (value.is_object()) {  // the workloads' environment: one line per variable
+      for (auto entry = value.begin(); entry != value.end(); ++entry) {
+        out << key << "." << entry.key() << ": " << Text(*entry) << "\n";
       }
-    } else if ((key == "memory_bytes" || key == "memory_used_bytes") && value.is_number_unsigned()) {
+    } else if (IsSize(key) && value.is_number_unsigned()) {
       out << key << ": " << FormatByteSize(value.get<uint64_t>()) << " (" << value.dump() << ")\n";
     } else {
-      out << key << ": " << (value.is_string() ? value.get<std::string>() : value.dump()) << "\n";
+      out << key << ": " << Text(value) << "\n";
     }
   }
   return out.str();
 }
 
-std::string DescribeFreeRoom(const json& gpus) {
+std::string DescribeFreeRoom(const std::vector<api::Gpu>& gpus) {
   std::string text;
-  for (const json& gpu : gpus) {
+  for (const api::Gpu& gpu : gpus) {
     if (!text.empty()) text += "; ";
-    text += "GPU " + std::to_string(gpu.value("index", 0)) + ": ";
-    const std::string fenced = gpu.value("fenced", "");
-    if (gpu.value("exclusive", false)) {
+    text += "GPU " + std::to_string(gpu.index) + ": ";
+    if (gpu.exclusive) {
       text += "exclusive";
-    } else if (!fenced.empty()) {
-      text += "takes no new slices for now (" + fenced + ")";
+    } else if (!gpu.fenced.empty()) {
+      text += "takes no new slices for now (" + gpu.fenced + ")";
     } else {
-      const uint64_t total = gpu.value("memory_total", uint64_t{0});
-      const uint64_t reserved = std::min(total, gpu.value("memory_reserved", uint64_t{0}));
-      text += FormatByteSize(total - reserved) + " and " + std::to_string(100 - gpu.value("compute_reserved", 0)) +
-              " % compute free";
+      const uint64_t reserved = std::min(gpu.memory_total, gpu.memory_reserved);
+      text += FormatByteSize(gpu.memory_total - reserved) + " and " +
+              std::to_string(100 - static_cast<int64_t>(gpu.compute_reserved)) + " % compute free";
     }
   }
   return text.empty() ? "no GPU" : text;
 }
 
-bool LargerThanEveryGpu(const json& gpus, uint64_t memory, const std::string& device) {
-  for (const json& gpu : gpus) {
-    const bool named = device.empty() || device == gpu.value("uuid", "") || device == std::to_string(gpu.value("index", -1));
-    if (named && memory <= gpu.value("memory_total", uint64_t{0})) return false;
+bool LargerThanEveryGpu(const std::vector<api::Gpu>& gpus, uint64_t memory, const std::string& device) {
+  for (const api::Gpu& gpu : gpus) {
+    const bool named = device.empty() || device == gpu.uuid || device == std::to_string(gpu.index);
+    if (named && memory <= gpu.memory_total) return false;
   }
   return true;
 }

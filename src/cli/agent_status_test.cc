@@ -1,37 +1,75 @@
-// fgpu status's tables, from the agent's JSON.
+// fgpu status's tables, from the agent's typed replies (api/types.h).
 #include "cli/agent_status.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "api/codec.h"
+
 namespace fgpu::cli {
 namespace {
 
-using nlohmann::json;
+constexpr uint64_t kGiB = 1ull << 30;
+
+api::Gpu AGpu(int index, const std::string& uuid, uint64_t total, uint64_t reserved = 0, uint32_t compute = 0) {
+  api::Gpu gpu;
+  gpu.index = index;
+  gpu.uuid = uuid;
+  gpu.memory_total = total;
+  gpu.memory_reserved = reserved;
+  gpu.compute_reserved = compute;
+  return gpu;
+}
+
+// A slice as the agent answers GET /v1/slices (public fields; no usage unless given).
+api::Slice ASlice(const std::string& id, const std::string& tenant, uint32_t compute) {
+  api::Slice slice;
+  slice.id = id;
+  slice.gpu = "GPU-a";
+  slice.tenant = tenant;
+  slice.tier = "standard";
+  slice.memory_bytes = kGiB;
+  slice.compute = compute;
+  slice.compute_mode = "share";
+  slice.compute_throttled_seconds = 0.0;
+  return slice;
+}
 
 TEST(AgentStatusTest, ShowsGpusAndSlicesWithUsage) {
-  const json gpus = json::parse(R"([{"index":0,"name":"H100","uuid":"GPU-1234567890ab","memory_total":85899345920,
-      "memory_reserved":10737418240,"compute_reserved":30,"slices":1}])");
-  const json slices = json::parse(R"([{"id":"s1","gpu":"GPU-1234567890ab","tenant":"team-a","tier":"latency",
-      "memory_bytes":10737418240,"memory_used_bytes":1073741824,"compute":30,"compute_mode":"cap","processes":2}])");
-  const std::string text = RenderAgentStatus(gpus, slices);
-  EXPECT_NE(text.find("80 GiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("30% reserved"), std::string::npos) << text;
-  EXPECT_NE(text.find("s1"), std::string::npos);
-  EXPECT_NE(text.find("1 GiB / 10 GiB"), std::string::npos) << text;
-  EXPECT_NE(text.find("30% cap"), std::string::npos);
-  EXPECT_NE(text.find("latency"), std::string::npos);
-  EXPECT_EQ(text.find("ACHIEVED"), std::string::npos);
+  api::Gpu gpu = AGpu(0, "GPU-1234567890ab", 80 * kGiB, 10 * kGiB, 30);
+  gpu.name = "H100";
+  gpu.slices = 1;
+  api::Slice slice = ASlice("s1", "team-a", 30);
+  slice.gpu = "GPU-1234567890ab";
+  slice.tier = "latency";
+  slice.memory_bytes = 10 * kGiB;
+  slice.compute_mode = "cap";
+  slice.usage = api::SliceUsage{kGiB, 2, 0.0, true, ""};
+  const std::string text = RenderAgentStatus({gpu}, {slice});
+  EXPECT_EQ(text,
+            "GPU  NAME  UUID             MEMORY  RESERVED  COMPUTE       SLICES\n"
+            "0    H100  GPU-12345678...  80 GiB  10 GiB    30% reserved  1\n"
+            "\n"
+            "SLICE  GPU              TENANT  TIER     MEMORY USED / CAP  COMPUTE  PROCS  THROTTLED\n"
+            "s1     GPU-12345678...  team-a  latency  1 GiB / 10 GiB     30% cap  2      0.0s\n");
   const std::map<std::string, double> achieved = {{"s1", 29.6}};
-  const std::string top = RenderAgentStatus(gpus, slices, &achieved);
+  const std::string top = RenderAgentStatus({gpu}, {slice}, &achieved);
   EXPECT_NE(top.find("ACHIEVED"), std::string::npos);
   EXPECT_NE(top.find("30%"), std::string::npos);
 }
 
+TEST(AgentStatusTest, WithoutUsageMemoryUsedAndProcessesAreUnknown) {
+  const std::string table = RenderSliceTable({ASlice("s1", "a", 10)});
+  EXPECT_NE(table.find("- / 1 GiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("10% share  -"), std::string::npos) << table;
+}
+
 TEST(AgentStatusTest, StarvedAndThrottledSlicesAreMarked) {
-  const json slices = json::parse(R"([
-      {"id":"s1","tenant":"a","memory_bytes":1073741824,"compute":30,"compute_throttled_seconds":12.34,"starved":true},
-      {"id":"s2","tenant":"b","memory_bytes":1073741824,"compute":20,"compute_throttled_seconds":0.0,"starved":false}])");
-  const std::string text = RenderAgentStatus(json::array(), slices);
+  api::Slice starved = ASlice("s1", "a", 30);
+  starved.compute_throttled_seconds = 12.34;
+  starved.starved = true;
+  const std::string text = RenderAgentStatus({}, {starved, ASlice("s2", "b", 20)});
   EXPECT_NE(text.find("THROTTLED"), std::string::npos) << text;
   EXPECT_NE(text.find("12.3s"), std::string::npos) << text;
   EXPECT_NE(text.find("STARVED"), std::string::npos) << text;
@@ -40,8 +78,11 @@ TEST(AgentStatusTest, StarvedAndThrottledSlicesAreMarked) {
 }
 
 TEST(AgentStatusTest, AnOlderAgentWithoutTheFieldsGetsNeitherColumn) {
-  const json slices = json::parse(R"([{"id":"s1","tenant":"a","memory_bytes":1073741824,"compute":30}])");
-  const std::string text = RenderAgentStatus(json::array(), slices);
+  // As the codec reads an agent from before throttled time and starvation: both absent.
+  Result<std::vector<api::Slice>> slices = api::Parse<std::vector<api::Slice>>(
+      nlohmann::json::parse(R"([{"id":"s1","tenant":"a","memory_bytes":1073741824,"compute":30}])"));
+  ASSERT_TRUE(slices.ok()) << slices.status().message();
+  const std::string text = RenderAgentStatus({}, *slices);
   EXPECT_EQ(text.find("THROTTLED"), std::string::npos) << text;
   EXPECT_EQ(text.find("STARVED"), std::string::npos) << text;
   EXPECT_EQ(text.find("NOTE"), std::string::npos) << text;
@@ -49,20 +90,22 @@ TEST(AgentStatusTest, AnOlderAgentWithoutTheFieldsGetsNeitherColumn) {
 }
 
 TEST(AgentStatusTest, AKubernetesSliceShowsItsPodAndClaim) {
-  const json slices = json::parse(R"([
-      {"id":"s1","gpu":"GPU-a","tenant":"t","tier":"standard","memory_bytes":1073741824,"compute":10,
-       "compute_mode":"share","namespace":"ml","pod":"trainer-0","claim":"gpu"},
-      {"id":"s2","gpu":"GPU-a","tenant":"t","tier":"batch","memory_bytes":1073741824,"compute":10,
-       "compute_mode":"share","namespace":"","pod":"","claim":""}])");
-  const std::string table = RenderSliceTable(slices);
+  api::Slice pod = ASlice("s1", "t", 10);
+  pod.labels.kube_namespace = "ml";
+  pod.labels.pod = "trainer-0";
+  pod.labels.claim = "gpu";
+  api::Slice other = ASlice("s2", "t", 10);
+  other.tier = "batch";
+  const std::string table = RenderSliceTable({pod, other});
   EXPECT_NE(table.find("POD"), std::string::npos) << table;
   EXPECT_NE(table.find("ml/trainer-0 (gpu)"), std::string::npos) << table;
-  EXPECT_EQ(RenderSliceTable(json::array({slices[1]})).find("POD"), std::string::npos) << "no pod, no column";
+  EXPECT_EQ(RenderSliceTable({other}).find("POD"), std::string::npos) << "no pod, no column";
 }
 
 TEST(AgentStatusTest, AnUnreadableLedgerIsNoted) {
-  const json slices = json::parse(R"([{"id":"s1","ledger_readable":false}])");
-  EXPECT_NE(RenderSliceTable(slices).find("ledger unreadable"), std::string::npos);
+  api::Slice slice = ASlice("s1", "a", 10);
+  slice.usage = api::SliceUsage{0, 0, 0.0, false, ""};
+  EXPECT_NE(RenderSliceTable({slice}).find("ledger unreadable"), std::string::npos);
 }
 
 TEST(AgentStatusTest, TopIsTimestamped) {
@@ -72,36 +115,50 @@ TEST(AgentStatusTest, TopIsTimestamped) {
 }
 
 TEST(AgentStatusTest, SliceDetailsOneFieldALine) {
-  const json slice = json::parse(R"({"id":"s3","memory_bytes":1073741824,"tier":"batch",
-      "env":{"FGPU_SLICE":"/var/lib/fgpu/slices/s3"}})");
+  api::Slice slice = ASlice("s3", "a", 10);
+  slice.tier = "batch";
+  slice.details = api::SliceDetails{1000, 42, true, "/var/lib/fgpu/slices/s3",
+                                    {{"FGPU_SLICE", "/var/lib/fgpu/slices/s3"}, {"CUDA_VISIBLE_DEVICES", "GPU-a"}},
+                                    ""};
+  slice.usage = api::SliceUsage{512ull << 20, 1, 0.5, true, ""};
   const std::string text = RenderSliceDetails(slice);
   EXPECT_NE(text.find("id: s3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tier: batch\n"), std::string::npos) << text;
   EXPECT_NE(text.find("memory_bytes: 1 GiB (1073741824)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("memory_used_bytes: 512 MiB (536870912)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("owner_uid: 1000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("release_on_exit: true\n"), std::string::npos) << text;
   EXPECT_NE(text.find("env.FGPU_SLICE: /var/lib/fgpu/slices/s3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("env.CUDA_VISIBLE_DEVICES: GPU-a\n"), std::string::npos) << text;
+  // One line per field the agent writes, in its order, and nothing else.
+  const nlohmann::json written = api::ToJson(slice);
+  std::size_t lines = 0;
+  for (auto field = written.begin(); field != written.end(); ++field) {
+    lines += field->is_object() ? field->size() : 1;
+  }
+  EXPECT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')), lines) << text;
+  EXPECT_EQ(text.rfind("account: \n", 0), 0u) << "sorted as the agent's JSON is: " << text;
 }
 
-TEST(AgentStatusTest, NoSlices) {
-  EXPECT_NE(RenderAgentStatus(json::array(), json::array()).find("no slices"), std::string::npos);
-}
+TEST(AgentStatusTest, NoSlices) { EXPECT_NE(RenderAgentStatus({}, {}).find("no slices"), std::string::npos); }
 
 TEST(AgentStatusTest, FreeRoomPerGpuForARefusal) {
-  const json gpus = json::parse(R"([
-      {"index":0,"uuid":"GPU-a","memory_total":4294967296,"memory_reserved":3221225472,"compute_reserved":70},
-      {"index":1,"uuid":"GPU-b","memory_total":4294967296,"memory_reserved":0,"compute_reserved":0,"exclusive":true},
-      {"index":2,"uuid":"GPU-c","memory_total":4294967296,"memory_reserved":0,"compute_reserved":0,"fenced":"min_free"}])");
-  EXPECT_EQ(DescribeFreeRoom(gpus),
+  api::Gpu exclusive = AGpu(1, "GPU-b", 4 * kGiB);
+  exclusive.exclusive = true;
+  api::Gpu fenced = AGpu(2, "GPU-c", 4 * kGiB);
+  fenced.fenced = "min_free";
+  EXPECT_EQ(DescribeFreeRoom({AGpu(0, "GPU-a", 4 * kGiB, 3 * kGiB, 70), exclusive, fenced}),
             "GPU 0: 1 GiB and 30 % compute free; GPU 1: exclusive; GPU 2: takes no new slices for now (min_free)");
-  EXPECT_EQ(DescribeFreeRoom(json::array()), "no GPU");
+  EXPECT_EQ(DescribeFreeRoom({}), "no GPU");
 }
 
 TEST(AgentStatusTest, LargerThanEveryGpuEvenEmpty) {
-  const json gpus = json::parse(R"([{"index":0,"uuid":"GPU-a","memory_total":4294967296},
-                                    {"index":1,"uuid":"GPU-b","memory_total":8589934592}])");
-  EXPECT_FALSE(LargerThanEveryGpu(gpus, 6ull << 30, ""));
-  EXPECT_TRUE(LargerThanEveryGpu(gpus, 9ull << 30, ""));
-  EXPECT_TRUE(LargerThanEveryGpu(gpus, 6ull << 30, "0"));
-  EXPECT_TRUE(LargerThanEveryGpu(gpus, 6ull << 30, "GPU-a"));
-  EXPECT_FALSE(LargerThanEveryGpu(gpus, 6ull << 30, "GPU-b"));
+  const std::vector<api::Gpu> gpus = {AGpu(0, "GPU-a", 4 * kGiB), AGpu(1, "GPU-b", 8 * kGiB)};
+  EXPECT_FALSE(LargerThanEveryGpu(gpus, 6 * kGiB, ""));
+  EXPECT_TRUE(LargerThanEveryGpu(gpus, 9 * kGiB, ""));
+  EXPECT_TRUE(LargerThanEveryGpu(gpus, 6 * kGiB, "0"));
+  EXPECT_TRUE(LargerThanEveryGpu(gpus, 6 * kGiB, "GPU-a"));
+  EXPECT_FALSE(LargerThanEveryGpu(gpus, 6 * kGiB, "GPU-b"));
 }
 
 }  // namespace

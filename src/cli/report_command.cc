@@ -1,16 +1,16 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <nlohmann/json.hpp>
+#include <vector>
 
+#include "api/agent_client.h"
+#include "api/codec.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/run_agent.h"
 
 namespace fgpu::cli {
 namespace {
-
-using nlohmann::json;
 
 // "24h", "30m", "7d", "90s", "all", or Unix seconds → Unix milliseconds.
 Result<int64_t> SinceMs(const std::string& text) {
@@ -62,31 +62,30 @@ int RunReport(const ReportOptions& options) {
     std::cerr << "fgpu report: " << since.status().message() << "\n";
     return kExitUsage;
   }
+  api::UsageQuery query;
+  query.since_unix_ms = *since;
+  query.by = options.by;
   Result<net::Endpoint> agent = RunningAgent(options.agent);
-  Result<json> answer = agent.ok() ? GetFromAgent(*agent, "/v1/usage?since=" + std::to_string(*since) + "&by=" +
-                                                              options.by, 30000)
-                                   : Result<json>(agent.status());
-  if (!answer.ok() || !answer->is_array()) {
-    std::cerr << "fgpu report: " << (answer.ok() ? answer->dump() : answer.status().message()) << "\n";
-    return answer.ok() ? kExitFailure : ExitCodeOf(answer.status());
+  // Summing a long history may take the agent a while.
+  Result<std::vector<api::UsageTotal>> rows = agent.ok() ? ReadingClient(*agent, 30000).Usage(query)
+                                                         : Result<std::vector<api::UsageTotal>>(agent.status());
+  if (!rows.ok()) {
+    std::cerr << "fgpu report: " << rows.status().message() << "\n";
+    return ExitCodeOf(rows.status());
   }
-  const json& rows = *answer;
   if (options.format == "json") {
-    std::cout << rows.dump(2) << "\n";
+    std::cout << api::ToJson(*rows).dump(2) << "\n";
     return kExitOk;
   }
   const bool csv = options.format == "csv";
   std::cout << (csv ? options.by + ",reserved_gpu_hours,memory_gib_hours,busy_gpu_hours,records\n"
                     : options.by + "\tRESERVED GPU-h\tMEMORY GiB-h\tBUSY GPU-h\tRECORDS\n");
-  for (const json& row : rows) {
+  for (const api::UsageTotal& row : *rows) {
     const std::string separator = csv ? "," : "\t";
-    const std::string key = row["key"].get<std::string>();
     // Slices made without a batch job have no account, user or job.
-    std::cout << (key.empty() && !csv ? "(none)" : key) << separator
-              << Fixed(row["reserved_gpu_seconds"].get<double>() / 3600, 4) << separator
-              << Fixed(row["memory_gib_hours"].get<double>(), 4) << separator
-              << Fixed(row["busy_gpu_seconds"].get<double>() / 3600, 4) << separator << row["records"].get<int64_t>()
-              << "\n";
+    std::cout << (row.key.empty() && !csv ? "(none)" : row.key) << separator
+              << Fixed(row.reserved_gpu_seconds / 3600, 4) << separator << Fixed(row.memory_gib_hours, 4) << separator
+              << Fixed(row.busy_gpu_seconds / 3600, 4) << separator << row.records << "\n";
   }
   return kExitOk;
 }

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "api/agent_client.h"
@@ -21,8 +20,6 @@
 namespace fgpu::cli {
 namespace {
 
-using nlohmann::json;
-constexpr int kCallTimeoutMs = 10000;
 
 std::atomic<bool> g_interrupted{false};
 void NoteInterrupt(int) { g_interrupted.store(true); }
@@ -87,13 +84,13 @@ Result<api::Slice> WaitInQueue(const api::AgentClient& agent, const api::QueueTi
 // What the agent's refusal of the slice means for the user: a request larger than every GPU
 // (or than the named one) can never fit, a usage error; no room now is a refusal, with the room
 // that is free and, unless asked already, --wait.
-int ReportRefusal(const RunOptions& options, const net::Endpoint& agent, const Status& refusal, uint64_t memory) {
+int ReportRefusal(const RunOptions& options, const api::AgentClient& agent, const Status& refusal, uint64_t memory) {
   std::cerr << "fgpu run: the agent refused the slice: " << refusal.message() << "\n";
   if (refusal.code() != StatusCode::kResourceExhausted) {
     return refusal.code() == StatusCode::kInvalidArgument || refusal.code() == StatusCode::kNotFound ? kExitUsage
                                                                                                        : kExitFailure;
   }
-  Result<json> gpus = GetFromAgent(agent, "/v1/gpus");
+  Result<std::vector<api::Gpu>> gpus = agent.ListGpus();
   if (!gpus.ok()) return kExitFailure;
   if (LargerThanEveryGpu(*gpus, memory, options.device)) {
     std::cerr << "fgpu run: --memory " << options.memory << " is more than "
@@ -126,23 +123,16 @@ Result<Environment> SliceEnvironment(const api::Slice& slice) {
 
 }  // namespace
 
-Result<json> CallAgent(const net::Endpoint& agent, const std::string& method, const std::string& path,
-                       const std::string& body, int* status, int timeout_ms) {
-  Result<net::HttpResponse> response = net::HttpCall(agent, method, path, body, timeout_ms);
-  if (!response.ok()) return response.status();
-  *status = response->status;
-  if (response->body.empty()) return json::object();
-  json parsed = json::parse(response->body, nullptr, false);
-  if (parsed.is_discarded()) return Status::InvalidArgument("the agent answered something that is not JSON");
-  return parsed;
-}
-
-Result<json> GetFromAgent(const net::Endpoint& agent, const std::string& path, int timeout_ms) {
-  int status = 0;
-  Result<json> body = CallAgent(agent, "GET", path, "", &status, timeout_ms);
-  if (!body.ok()) return body.status();
-  if (status != 200) return Status::Unavailable("the agent answered " + std::to_string(status) + " to " + path);
-  return body;
+api::AgentClient ReadingClient(const net::Endpoint& agent, int timeout_ms) {
+  // The client passes its transport's errors through as they are.
+  return api::AgentClient([agent, timeout_ms](const std::string& method, const std::string& target,
+                                              const std::string& body) -> Result<net::HttpResponse> {
+    Result<net::HttpResponse> response = net::HttpCall(agent, method, target, body, timeout_ms);
+    if (response.ok() && response->status != 200) {
+      return Status::Unavailable("the agent answered " + std::to_string(response->status) + " to " + target);
+    }
+    return response;
+  });
 }
 
 Result<net::Endpoint> RunningAgent(const std::string& flag) {
@@ -188,7 +178,7 @@ Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag, bool uni
   if (unix_socket_only) {
     if (Status socket = RequireUnixSocket(*endpoint); !socket.ok()) return socket;
   }
-  Result<api::Health> health = api::AgentClient(*endpoint, kCallTimeoutMs).Health();
+  Result<api::Health> health = api::AgentClient(*endpoint, kAgentCallTimeoutMs).Health();
   if (!health.ok()) {
     if (flag.empty() && from_env == nullptr) return std::optional<net::Endpoint>();  // a stale default socket
     return Status::Unavailable("no agent answers at " + named + ": " + health.status().message());
@@ -201,7 +191,7 @@ int RunThroughAgent(const RunOptions& options, const net::Endpoint& endpoint) {
     std::cerr << "fgpu run: " << socket.message() << "\n";
     return kExitUsage;
   }
-  const api::AgentClient agent(endpoint, kCallTimeoutMs);
+  const api::AgentClient agent(endpoint, kAgentCallTimeoutMs);
   Result<uint64_t> memory = MemoryBytes(options, agent);
   Result<api::SliceRequest> request = memory.ok() ? Request(options, *memory) : Result<api::SliceRequest>(memory.status());
   if (!request.ok()) {
@@ -215,7 +205,7 @@ int RunThroughAgent(const RunOptions& options, const net::Endpoint& endpoint) {
       std::cerr << "fgpu run: the agent at " << net::ToString(endpoint) << ": " << refused.message() << "\n";
       return kExitFailure;
     }
-    return ReportRefusal(options, endpoint, refused, *memory);
+    return ReportRefusal(options, agent, refused, *memory);
   }
   Result<api::Slice> placed = answer->slice ? Result<api::Slice>(*answer->slice) : WaitInQueue(agent, *answer->ticket);
   if (!placed.ok()) {

@@ -3,10 +3,10 @@
 // (and by the agent if fgpu run itself dies).
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
+#include "api/agent_client.h"
 #include "cli/commands.h"
 #include "core/status.h"
 #include "net/http_client.h"
@@ -32,11 +32,13 @@ Result<std::optional<net::Endpoint>> FindAgent(const std::string& flag, bool uni
 // FindAgent for commands that need one: Unavailable, with a hint, when none is running.
 Result<net::Endpoint> RunningAgent(const std::string& flag);
 
-// One call to the agent and its JSON answer ({} for an empty body); `status` gets the HTTP status.
-Result<nlohmann::json> CallAgent(const net::Endpoint& agent, const std::string& method, const std::string& path,
-                                 const std::string& body, int* status, int timeout_ms = 10000);
-// A GET that must answer 200 with JSON; Unavailable otherwise.
-Result<nlohmann::json> GetFromAgent(const net::Endpoint& agent, const std::string& path, int timeout_ms = 10000);
+// How long one call to the agent may take.
+inline constexpr int kAgentCallTimeoutMs = 10000;
+
+// The agent's typed client (api/agent_client.h) for the commands that only read it (fgpu status,
+// top, report, and the GPUs a relative resize is measured on): any answer but 200 is Unavailable,
+// "the agent answered 403 to /v1/gpus", as those commands have always said.
+api::AgentClient ReadingClient(const net::Endpoint& agent, int timeout_ms = kAgentCallTimeoutMs);
 
 // `fgpu run` needs the Unix socket: only there may it join the slice, queue with --wait and have
 // the slice released when the program ends. InvalidArgument naming the socket otherwise.

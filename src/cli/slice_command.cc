@@ -1,9 +1,13 @@
 // fgpu slice list|show|resize|delete: the agent's slice API (docs/agent.md) from the command
 // line, so nobody needs curl. Over the Unix socket the agent knows who asks (owners manage
 // their slices, root all); over TCP it is read-only unless the client holds the admin token.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <vector>
 
+#include "api/agent_client.h"
+#include "api/codec.h"
 #include "cli/agent_status.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -14,35 +18,12 @@
 namespace fgpu::cli {
 namespace {
 
-using nlohmann::json;
-
-std::string ErrorText(const json& body) {
-  return body.is_object() && body.contains("error") && body["error"].is_string() ? body["error"].get<std::string>()
-                                                                                 : body.dump();
-}
-
-// The exit status for an HTTP status the agent answered: a malformed request or an unknown
-// slice is the user's mistake (2); refusals for room or permission are run-time (1).
-int ExitCodeOfHttp(int status) { return status == 400 || status == 404 ? kExitUsage : kExitFailure; }
-
-// One call; on anything but `expected`, the agent's reason on stderr and the exit status.
-struct Answer {
-  json body;
-  int exit_code = kExitOk;
-};
-Answer Call(const char* what, const net::Endpoint& agent, const std::string& method, const std::string& path,
-            const std::string& body, int expected) {
-  int status = 0;
-  Result<json> answer = CallAgent(agent, method, path, body, &status);
-  if (!answer.ok()) {
-    std::cerr << "fgpu slice " << what << ": " << answer.status().message() << "\n";
-    return {json(), ExitCodeOf(answer.status())};
-  }
-  if (status != expected) {
-    std::cerr << "fgpu slice " << what << ": " << ErrorText(*answer) << "\n";
-    return {*answer, ExitCodeOfHttp(status)};
-  }
-  return {*answer, kExitOk};
+// A failed call: the agent's reason (or why it could not be asked) on stderr, and the exit
+// status: a malformed request or an unknown slice is the user's mistake (2); refusals for room
+// or permission, and an agent that does not answer, are run-time (1).
+int Fail(const char* what, const Status& status) {
+  std::cerr << "fgpu slice " << what << ": " << status.message() << "\n";
+  return ExitCodeOf(status);
 }
 
 Result<net::Endpoint> Agent(const char* what, const SliceOptions& options) {
@@ -56,39 +37,40 @@ void AddAgentFlag(CLI::App* command, SliceOptions* options) {
 }
 
 // --memory for a resize: a size, or a percentage of the GPU the slice is on.
-Result<uint64_t> ResizeMemory(const net::Endpoint& agent, const json& slice, const std::string& text) {
+Result<uint64_t> ResizeMemory(const net::Endpoint& agent, const api::Slice& slice, const std::string& text) {
   if (text.back() != '%') return ParseMemoryLimit(text, UINT64_MAX);
-  Result<json> gpus = GetFromAgent(agent, "/v1/gpus");
+  Result<std::vector<api::Gpu>> gpus = ReadingClient(agent).ListGpus();
   if (!gpus.ok()) return gpus.status();
-  for (const json& gpu : *gpus) {
-    if (gpu.value("uuid", "") == slice.value("gpu", "")) return ParseMemoryLimit(text, gpu.value("memory_total", uint64_t{0}));
+  for (const api::Gpu& gpu : *gpus) {
+    if (gpu.uuid == slice.gpu) return ParseMemoryLimit(text, gpu.memory_total);
   }
-  return Status::Unavailable("the agent does not list the slice's GPU " + slice.value("gpu", ""));
+  return Status::Unavailable("the agent does not list the slice's GPU " + slice.gpu);
 }
 
-// The PATCH body: only what the user named changes.
-Result<json> ResizeBody(const SliceOptions& options, const net::Endpoint& agent, const json& slice) {
-  json body = json::object();
+// The PATCH: only what the user named changes.
+Result<api::SliceResize> Resize(const SliceOptions& options, const net::Endpoint& agent, const api::Slice& slice) {
+  api::SliceResize resize;
   if (!options.memory.empty()) {
     Result<uint64_t> memory = ResizeMemory(agent, slice, options.memory);
     if (!memory.ok()) return memory.status();
-    body["memory"] = *memory;
+    resize.memory_bytes = *memory;
   }
   if (!options.compute.empty()) {
     Result<uint32_t> share = ParseComputeShare(options.compute);
     if (!share.ok()) return share.status();
-    body["compute"] = *share;
+    resize.compute = *share;
   }
-  if (!options.compute_mode.empty()) body["compute_mode"] = options.compute_mode;
-  if (!options.tier.empty()) body["tier"] = options.tier;
-  if (body.empty()) return Status::InvalidArgument("name what to change: --memory, --compute, --compute-mode or --tier");
-  return body;
+  if (!options.compute_mode.empty()) resize.compute_mode = options.compute_mode;
+  if (!options.tier.empty()) resize.tier = options.tier;
+  if (resize == api::SliceResize{}) {
+    return Status::InvalidArgument("name what to change: --memory, --compute, --compute-mode or --tier");
+  }
+  return resize;
 }
 
-std::string Summary(const json& slice) {
-  return slice.value("id", "") + " on " + slice.value("gpu", "") + ": " +
-         FormatByteSize(slice.value("memory_bytes", uint64_t{0})) + ", " + std::to_string(slice.value("compute", 0)) +
-         " % compute (" + slice.value("compute_mode", "") + "), " + slice.value("tier", "");
+std::string Summary(const api::Slice& slice) {
+  return slice.id + " on " + slice.gpu + ": " + FormatByteSize(slice.memory_bytes) + ", " +
+         std::to_string(slice.compute) + " % compute (" + slice.compute_mode + "), " + slice.tier;
 }
 
 }  // namespace
@@ -132,46 +114,48 @@ CLI::App* AddSliceDeleteFlags(CLI::App& slice, SliceOptions* options) {
 int RunSliceList(const SliceOptions& options) {
   Result<net::Endpoint> agent = Agent("list", options);
   if (!agent.ok()) return ExitCodeOf(agent.status());
-  const Answer answer = Call("list", *agent, "GET", "/v1/slices?usage=1", "", 200);
-  if (answer.exit_code != kExitOk) return answer.exit_code;
-  std::cout << (options.json ? answer.body.dump(2) + "\n" : RenderSliceTable(answer.body));
+  Result<std::vector<api::Slice>> slices =
+      api::AgentClient(*agent, kAgentCallTimeoutMs).ListSlices({.usage = true, .idempotency_key = ""});
+  if (!slices.ok()) return Fail("list", slices.status());
+  std::cout << (options.json ? api::ToJson(*slices).dump(2) + "\n" : RenderSliceTable(*slices));
   return kExitOk;
 }
 
 int RunSliceShow(const SliceOptions& options) {
   Result<net::Endpoint> agent = Agent("show", options);
   if (!agent.ok()) return ExitCodeOf(agent.status());
-  const Answer answer = Call("show", *agent, "GET", "/v1/slices/" + options.ids.front(), "", 200);
-  if (answer.exit_code != kExitOk) return answer.exit_code;
-  std::cout << (options.json ? answer.body.dump(2) + "\n" : RenderSliceDetails(answer.body));
+  Result<api::Slice> slice = api::AgentClient(*agent, kAgentCallTimeoutMs).GetSlice(options.ids.front());
+  if (!slice.ok()) return Fail("show", slice.status());
+  std::cout << (options.json ? api::ToJson(*slice).dump(2) + "\n" : RenderSliceDetails(*slice));
   return kExitOk;
 }
 
 int RunSliceResize(const SliceOptions& options) {
   Result<net::Endpoint> agent = Agent("resize", options);
   if (!agent.ok()) return ExitCodeOf(agent.status());
-  const std::string path = "/v1/slices/" + options.ids.front();
-  const Answer current = Call("resize", *agent, "GET", path, "", 200);
-  if (current.exit_code != kExitOk) return current.exit_code;
-  Result<json> body = ResizeBody(options, *agent, current.body);
-  if (!body.ok()) {
-    std::cerr << "fgpu slice resize: " << body.status().message() << "\n";
-    return ExitCodeOf(body.status());
-  }
-  const Answer resized = Call("resize", *agent, "PATCH", path, body->dump(), 200);
-  if (resized.exit_code != kExitOk) return resized.exit_code;
-  std::cout << "resized " << Summary(resized.body) << "\n";
+  const api::AgentClient client(*agent, kAgentCallTimeoutMs);
+  const std::string& id = options.ids.front();
+  Result<api::Slice> current = client.GetSlice(id);
+  if (!current.ok()) return Fail("resize", current.status());
+  Result<api::SliceResize> resize = Resize(options, *agent, *current);
+  if (!resize.ok()) return Fail("resize", resize.status());
+  Result<api::Slice> resized = client.ResizeSlice(id, *resize);
+  if (!resized.ok()) return Fail("resize", resized.status());
+  std::cout << "resized " << Summary(*resized) << "\n";
   return kExitOk;
 }
 
 int RunSliceDelete(const SliceOptions& options) {
   Result<net::Endpoint> agent = Agent("delete", options);
   if (!agent.ok()) return ExitCodeOf(agent.status());
+  const api::AgentClient client(*agent, kAgentCallTimeoutMs);
   int worst = kExitOk;
   for (const std::string& id : options.ids) {
-    const Answer answer = Call("delete", *agent, "DELETE", "/v1/slices/" + id, "", 204);
-    if (answer.exit_code == kExitOk) std::cout << "deleted " << id << "\n";
-    worst = std::max(worst, answer.exit_code);
+    if (Status deleted = client.DeleteSlice(id); !deleted.ok()) {
+      worst = std::max(worst, Fail("delete", deleted));
+    } else {
+      std::cout << "deleted " << id << "\n";
+    }
   }
   return worst;
 }

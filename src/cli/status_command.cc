@@ -7,7 +7,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
+#include "api/codec.h"
 #include "cli/agent_status.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -16,17 +18,16 @@
 namespace fgpu::cli {
 namespace {
 
-using nlohmann::json;
-
 struct Reading {
-  json gpus;
-  json slices;
+  std::vector<api::Gpu> gpus;
+  std::vector<api::Slice> slices;  // with what each uses now
 };
 
 Result<Reading> ReadAgent(const net::Endpoint& agent) {
-  Result<json> gpus = GetFromAgent(agent, "/v1/gpus");
+  const api::AgentClient client = ReadingClient(agent);
+  Result<std::vector<api::Gpu>> gpus = client.ListGpus();
   if (!gpus.ok()) return gpus.status();
-  Result<json> slices = GetFromAgent(agent, "/v1/slices?usage=1");
+  Result<std::vector<api::Slice>> slices = client.ListSlices({.usage = true, .idempotency_key = ""});
   if (!slices.ok()) return slices.status();
   return Reading{std::move(*gpus), std::move(*slices)};
 }
@@ -34,13 +35,13 @@ Result<Reading> ReadAgent(const net::Endpoint& agent) {
 // Each slice's achieved share of a GPU since the last reading, from its measured busy time.
 class AchievedShares {
  public:
-  std::map<std::string, double> Update(const json& slices) {
+  std::map<std::string, double> Update(const std::vector<api::Slice>& slices) {
     const auto now = std::chrono::steady_clock::now();
     const double seconds = std::chrono::duration<double>(now - before_).count();
     std::map<std::string, double> achieved, busy_now;
-    for (const json& slice : slices) {
-      const std::string id = slice.value("id", "");
-      busy_now[id] = slice.value("compute_busy_seconds", 0.0);
+    for (const api::Slice& slice : slices) {
+      const std::string& id = slice.id;
+      busy_now[id] = slice.usage ? slice.usage->compute_busy_seconds : 0.0;
       const auto it = busy_before_.find(id);
       if (it != busy_before_.end() && seconds > 0) achieved[id] = 100.0 * (busy_now[id] - it->second) / seconds;
     }
@@ -72,7 +73,9 @@ int RunStatus(const StatusOptions& options) {
     return ExitCodeOf(reading.status());
   }
   if (options.json) {
-    std::cout << json{{"gpus", reading->gpus}, {"slices", reading->slices}}.dump(2) << "\n";
+    // The agent's own documents, written back by the codec that read them.
+    const nlohmann::json document = {{"gpus", api::ToJson(reading->gpus)}, {"slices", api::ToJson(reading->slices)}};
+    std::cout << document.dump(2) << "\n";
   } else {
     std::cout << RenderAgentStatus(reading->gpus, reading->slices);
   }
