@@ -14,6 +14,8 @@
 
 #include <curl/curl.h>
 
+#include "k8s/client/json_fields.h"
+
 namespace fgpu::k8s {
 namespace {
 
@@ -143,9 +145,9 @@ Status HttpError(const std::string& what, long code, const std::string& body) {
   std::string reason;
   std::string message;
   auto status = nlohmann::json::parse(body, nullptr, false);
-  if (status.is_object() && status.value("kind", "") == "Status") {
-    reason = status.value("reason", "");
-    message = status.value("message", "");
+  if (StringMember(status, "kind") == "Status") {
+    reason = StringMember(status, "reason");
+    message = StringMember(status, "message");
   } else {
     message = body.substr(0, 512);
   }
@@ -535,9 +537,10 @@ Result<nlohmann::json> KubeClient::List(const std::string& path, const ListOptio
     Transport::Request req{.method = "GET", .url_path = url};
     auto page = JsonResult("GET " + url, transport_->Run(req));
     if (!page) return page;
+    if (!page->is_object()) return Status::Corrupt("GET " + url + ": the server's list is not an object");
     if (!options.all_pages) return page;
-    const nlohmann::json& meta = page->contains("metadata") ? (*page)["metadata"] : nlohmann::json::object();
-    token = meta.is_object() ? meta.value("continue", "") : "";
+    const nlohmann::json* meta = Member(*page, "metadata");
+    token = meta != nullptr ? StringMember(*meta, "continue") : "";
     if (all.is_null()) {
       all = std::move(*page);
       if (!all.contains("items") || !all["items"].is_array()) all["items"] = nlohmann::json::array();
@@ -611,14 +614,14 @@ Result<std::string> KubeClient::Watch(const std::string& path, const WatchOption
       return false;
     }
     if (event.type == WatchEvent::Type::kError) {
-      long code = event.object.is_object() ? event.object.value("code", 500L) : 500L;
+      const long code = static_cast<long>(IntegerMember(event.object, "code").value_or(500));
       error = HttpError(what + " (watch event)", code, event.object.dump());
       callback(event);
       return false;
     }
-    if (event.object.is_object() && event.object.contains("metadata") && event.object["metadata"].is_object()) {
-      std::string rv = event.object["metadata"].value("resourceVersion", "");
-      if (!rv.empty()) last_rv = rv;
+    if (const nlohmann::json* metadata = Member(event.object, "metadata")) {
+      std::string rv = StringMember(*metadata, "resourceVersion");
+      if (!rv.empty()) last_rv = std::move(rv);
     }
     return callback(event);
   };

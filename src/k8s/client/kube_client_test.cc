@@ -269,6 +269,39 @@ TEST_F(KubeClientTest, CallbackEndsTheWatchAndStopEndsItPromptly) {
   EXPECT_LT(took, milliseconds(300 + 500));  // 300 ms before the stop, then at most a poll interval and slack
 }
 
+// A server (or something posing as one) that answers in odd shapes gets an error or a lenient
+// reading, never an exception out of the client.
+TEST_F(KubeClientTest, RepliesOfAnyShapeAreErrorsNotExceptions) {
+  ASSERT_TRUE(server_->Reply("GET", kSlices, 1, 409, R"({"kind": 5, "reason": [1], "message": {}})").ok());
+  auto odd_status = client_->Get(std::string(kSlices) + "/x");
+  EXPECT_EQ(HttpStatusOf(odd_status.status()), 409) << odd_status.status().message();
+
+  ASSERT_TRUE(server_->Reply("GET", kSlices, 1, 200, "[1, 2, 3]").ok());
+  auto not_a_list = client_->List(kSlices, {.all_pages = true});
+  EXPECT_EQ(not_a_list.status().code(), StatusCode::kCorrupt) << not_a_list.status().message();
+
+  ASSERT_TRUE(server_->Reply("GET", kSlices, 1, 200, R"({"metadata": {"continue": 7}, "items": 5})").ok());
+  auto odd_list = client_->List(kSlices, {.limit = 2, .all_pages = true});
+  ASSERT_TRUE(odd_list.ok()) << odd_list.status().message();
+  EXPECT_TRUE((*odd_list)["items"].empty());
+
+  ASSERT_TRUE(server_->Reply("GET", kSlices, 1, 200, "not json").ok());
+  EXPECT_EQ(client_->Get(kSlices).status().code(), StatusCode::kCorrupt);
+
+  const std::string events = R"({"type": "ADDED", "object": {"metadata": {"resourceVersion": 9}}})"
+                             "\n"
+                             R"({"type": "MODIFIED", "object": {"metadata": "x"}})"
+                             "\n"
+                             R"({"type": "ERROR", "object": {"code": "410", "reason": 3}})"
+                             "\n";
+  ASSERT_TRUE(server_->Reply("GET", kSlices, 1, 200, events).ok());
+  int delivered = 0;
+  auto watched = client_->Watch(kSlices, {.resource_version = "1"}, [&](const WatchEvent&) { return ++delivered > 0; });
+  ASSERT_FALSE(watched.ok());
+  EXPECT_EQ(HttpStatusOf(watched.status()), 500) << watched.status().message();  // no readable code: 500
+  EXPECT_EQ(delivered, 3);
+}
+
 TEST_F(KubeClientTest, TooManyRequestsHonoursRetryAfter) {
   ASSERT_TRUE(server_->Fault("GET", kSlices, 1, "status", 429, 1).ok());
   ASSERT_TRUE(server_->ClearRequests().ok());

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "k8s/client/json_fields.h"
 #include "k8s/client/retry.h"
 
 namespace fgpu::k8s {
@@ -38,7 +39,8 @@ Status ListAndWatch(const KubeClient& client, const std::string& path, const Lis
       continue;
     }
     failures = 0;
-    std::string rv = list->contains("metadata") ? (*list)["metadata"].value("resourceVersion", "") : "";
+    const nlohmann::json* metadata = Member(*list, "metadata");
+    std::string rv = metadata != nullptr ? StringMember(*metadata, "resourceVersion") : "";
     if (handlers.on_sync) handlers.on_sync(*list);
     // Watch, resume, watch: until the resourceVersion is gone or the watch keeps failing.
     while (!stop.stop_requested()) {

@@ -188,6 +188,13 @@ Status TestApiServer::Fault(const std::string& method, const std::string& path_p
   return Control("POST", "/faults", spec).status();
 }
 
+Status TestApiServer::Reply(const std::string& method, const std::string& path_prefix, int count, int status,
+                            const std::string& body) const {
+  const nlohmann::json spec = {{"method", method}, {"path_prefix", path_prefix}, {"count", count},
+                               {"action", "reply"},  {"status", status},           {"body", body}};
+  return Control("POST", "/faults", spec).status();
+}
+
 Status TestApiServer::ClearRequests() const { return Control("DELETE", "/requests").status(); }
 
 }  // namespace fgpu::k8s::testing

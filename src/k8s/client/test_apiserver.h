@@ -50,6 +50,9 @@ class TestApiServer {
   // Fails the next `count` requests matching method + path prefix (see fake_apiserver.py).
   Status Fault(const std::string& method, const std::string& path_prefix, int count, const std::string& action,
                int status = 500, int retry_after = -1) const;
+  // Answers the next `count` requests matching method + path prefix with `status` and exactly `body`.
+  Status Reply(const std::string& method, const std::string& path_prefix, int count, int status,
+               const std::string& body) const;
   // The API requests the server saw since the last ClearRequests.
   Result<nlohmann::json> Requests() const { return Control("GET", "/requests"); }
   Status ClearRequests() const;

@@ -2,23 +2,13 @@
 
 #include <algorithm>
 
+#include "k8s/client/json_fields.h"
 #include "k8s/dra/quantity.h"
 
 namespace fgpu::k8s {
 namespace {
 
 using nlohmann::json;
-
-const json* Member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto found = object.find(key);
-  return found == object.end() || found->is_null() ? nullptr : &*found;
-}
-
-std::string StringMember(const json& object, const char* key) {
-  const json* value = Member(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
-}
 
 Status Invalid(const ClaimRef& ref, const std::string& why) {
   return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " + why);

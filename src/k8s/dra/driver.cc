@@ -3,6 +3,7 @@
 #include <set>
 
 #include "k8s/dra/cdi_spec.h"
+#include "k8s/client/json_fields.h"
 
 namespace fgpu::k8s {
 namespace {
@@ -12,16 +13,19 @@ using nlohmann::json;
 // The uid the pod's containers run as, when the pod says so (pod level, else the first
 // container that sets it).
 std::optional<int64_t> RunAsUserOf(const json& pod) {
-  const auto uid_of = [](const json& context) -> std::optional<int64_t> {
-    if (!context.is_object()) return std::nullopt;
-    const auto found = context.find("runAsUser");
-    if (found == context.end() || !found->is_number_integer() || found->get<int64_t>() < 0) return std::nullopt;
-    return found->get<int64_t>();
+  const auto uid_of = [](const json* context) -> std::optional<int64_t> {
+    if (context == nullptr) return std::nullopt;
+    const std::optional<int64_t> uid = IntegerMember(*context, "runAsUser");
+    if (!uid || *uid < 0 || *uid > 0x7fffffff) return std::nullopt;
+    return uid;
   };
-  const json spec = pod.value("spec", json::object());
-  if (auto uid = uid_of(spec.value("securityContext", json::object()))) return uid;
-  for (const json& container : spec.value("containers", json::array())) {
-    if (auto uid = uid_of(container.value("securityContext", json::object()))) return uid;
+  const json* spec = Member(pod, "spec");
+  if (spec == nullptr) return std::nullopt;
+  if (auto uid = uid_of(Member(*spec, "securityContext"))) return uid;
+  const json* containers = Member(*spec, "containers");
+  if (containers == nullptr || !containers->is_array()) return std::nullopt;
+  for (const json& container : *containers) {
+    if (auto uid = uid_of(Member(container, "securityContext"))) return uid;
   }
   return std::nullopt;
 }
@@ -215,8 +219,10 @@ ReconcileReport DraDriver::Reconcile() {
   }
   std::set<std::string> allocated_here;
   for (const json& claim : *claims) {
-    const json metadata = claim.value("metadata", json::object());
-    const ClaimRef ref{metadata.value("namespace", ""), metadata.value("name", ""), metadata.value("uid", "")};
+    const json* metadata = Member(claim, "metadata");
+    if (metadata == nullptr) continue;
+    const ClaimRef ref{StringMember(*metadata, "namespace"), StringMember(*metadata, "name"),
+                       StringMember(*metadata, "uid")};
     // Allocated here, whatever its parameters: a claim a stricter policy would now refuse still
     // holds its slice until it is unprepared.
     ClaimPolicy lenient;

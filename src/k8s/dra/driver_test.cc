@@ -229,6 +229,20 @@ TEST_F(DraDriverTest, ConcurrentCallsKeepOneSlicePerClaim) {
   EXPECT_EQ(driver_->Counters().prepares, 160u);
 }
 
+TEST_F(DraDriverTest, OddlyShapedObjectsFromTheApiServerAreIgnoredNotThrownOn) {
+  const ClaimRef claim = Add("train", "uid-1");
+  cluster_.pods["team-a/train-pod"] =
+      json{{"spec", {{"securityContext", "root"}, {"containers", json::array({5, {{"securityContext", {{"runAsUser", "0"}}}}})}}}};
+  ASSERT_EQ(driver_->Prepare(claim).error, "");
+  EXPECT_EQ(agent_.orders.back().owner_uid, 0);  // none readable: the default
+  cluster_.claims["team-a/odd"] = json{{"metadata", 5}};
+  cluster_.claims["team-a/odd2"] = json{{"metadata", {{"namespace", 7}, {"uid", json::array()}}}};
+  cluster_.claims["team-a/odd3"] = json::array();
+  const ReconcileReport report = driver_->Reconcile();
+  EXPECT_TRUE(report.errors.empty());
+  EXPECT_EQ(report.slices_kept, 1);
+}
+
 TEST_F(DraDriverTest, ReconcileWithTheAgentDownChangesNothing) {
   ASSERT_EQ(driver_->Prepare(Add("kept", "uid-1")).error, "");
   cluster_.claims.clear();

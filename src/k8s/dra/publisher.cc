@@ -1,5 +1,9 @@
 #include "k8s/dra/publisher.h"
 
+#include <algorithm>
+
+#include "k8s/client/json_fields.h"
+
 namespace fgpu::k8s {
 
 using nlohmann::json;
@@ -35,10 +39,14 @@ Result<bool> SlicePublisher::Write(const json& devices) {
     Result<json> current = store_->Get(ResourceSliceName(node_));
     if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
     if (current.ok()) {
-      const json& spec = (*current)["spec"];
-      const int64_t generation = spec.value("pool", json::object()).value("generation", int64_t{0});
-      if (spec.value("devices", json::array()) == devices && spec.value("driver", "") == kDriverName &&
-          spec.value("nodeName", "") == node_) {
+      const json* spec = Member(*current, "spec");
+      const json empty = json::object();
+      const json& fields = spec != nullptr ? *spec : empty;
+      const json* pool = Member(fields, "pool");
+      const int64_t generation = std::max<int64_t>(0, pool != nullptr ? IntegerMember(*pool, "generation").value_or(0) : 0);
+      const json* published = Member(fields, "devices");
+      if (published != nullptr && *published == devices && StringMember(fields, "driver") == kDriverName &&
+          StringMember(fields, "nodeName") == node_) {
         std::lock_guard lock(mutex_);
         last_devices_ = devices;
         counters_.generation = generation;
@@ -47,7 +55,8 @@ Result<bool> SlicePublisher::Write(const json& devices) {
       }
       json object = BuildResourceSlice(node_, generation + 1, {}, policy_);
       object["spec"]["devices"] = devices;
-      object["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
+      const json* metadata = Member(*current, "metadata");
+      object["metadata"]["resourceVersion"] = metadata != nullptr ? StringMember(*metadata, "resourceVersion") : "";
       Result<json> updated = store_->Update(object);
       if (!updated.ok() && updated.status().code() == StatusCode::kAborted) continue;
       if (!updated.ok()) return updated.status();

@@ -104,6 +104,23 @@ TEST(SlicePublisherTest, AnObjectEditedOrDeletedByOthersIsPutBack) {
   EXPECT_EQ(store.object["spec"]["devices"].size(), 1u);
 }
 
+TEST(SlicePublisherTest, AServerObjectOfAnyShapeIsReplacedNotThrownOn) {
+  FakeGpus agent;
+  FakeStore store;
+  agent.gpus = {Gpu(0)};
+  SlicePublisher publisher("node-a", {}, &agent, &store);
+  ASSERT_TRUE(*publisher.PublishOnce());
+  for (const json& odd : {json("text"), json{{"pool", 5}, {"devices", "x"}}, json{{"pool", {{"generation", "7"}}}}}) {
+    store.object["spec"] = odd;
+    store.object["metadata"]["resourceVersion"] = std::to_string(++store.version);
+    agent.gpus.push_back(Gpu(static_cast<int>(agent.gpus.size())));  // a change, so it writes again
+    Result<bool> written = publisher.PublishOnce();
+    ASSERT_TRUE(written.ok()) << written.status().message();
+    EXPECT_TRUE(*written);
+    EXPECT_EQ(store.object["spec"]["pool"]["generation"], 1) << odd.dump();
+  }
+}
+
 TEST(SlicePublisherTest, AnAgentThatIsDownLeavesThePublishedObjectAlone) {
   FakeGpus agent;
   FakeStore store;

@@ -18,6 +18,8 @@ Control endpoint (plain HTTP, 127.0.0.1:control_port, for tests only):
   POST   /faults    {"method": "GET"|"*", "path_prefix": "/apis/...", "count": N,
                      "action": "status"|"drop"|"delay", "status": 429, "retry_after": 1,
                      "delay_ms": 500}        fail/delay the next N matching API requests
+                    {"action": "reply", "status": 200, "body": "raw text"}
+                                              answer them with exactly that body (a hostile server)
   DELETE /faults                              forget all faults
   POST   /compact   {"close_watches": false}  drop the watch history: older resourceVersions get 410;
                                               close_watches also ends every open watch with a 410
@@ -244,6 +246,7 @@ class Fault:
         self.status = int(spec.get("status", 500))
         self.retry_after = spec.get("retry_after")
         self.delay_ms = int(spec.get("delay_ms", 0))
+        self.body = str(spec.get("body", ""))
 
     def matches(self, method, path):
         return self.count > 0 and self.method in ("*", method) and path.startswith(self.prefix)
@@ -382,6 +385,14 @@ class Handler(BaseHTTPRequestHandler):
             return b""
         return self.rfile.read(int(length))
 
+    def send_raw(self, code, data):
+        self.log_entry["code"] = code
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def send_json(self, code, body, extra_headers=()):
         self.log_entry["code"] = code
         data = json.dumps(body).encode()
@@ -409,6 +420,9 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 if fault.action == "delay":
                     time.sleep(fault.delay_ms / 1000)
+                elif fault.action == "reply":
+                    self.send_raw(fault.status, fault.body.encode())
+                    return
                 else:
                     code = fault.status
                     headers = [("Retry-After", str(fault.retry_after))] if fault.retry_after is not None else []
