@@ -79,7 +79,10 @@ TEST(TcpOwnerTest, AClientThatClosedItsEndIsNotFoundNotRoot) {
   Result<uid_t> owner = owners.Owner(connection.local, connection.remote);
   ASSERT_FALSE(owner.ok()) << "read as uid " << *owner;
   EXPECT_EQ(owner.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(owner.status().message().find("closed"), std::string::npos) << owner.status().message();
+  // Orphaned (no inode) while its FIN is in flight, or already gone once the server acked it and
+  // the kernel turned it into a time-wait entry: the timing is the kernel's, either is right.
+  const std::string why = owner.status().message();
+  EXPECT_TRUE(why.find("closed") != std::string::npos || why.find("no such socket") != std::string::npos) << why;
 }
 
 TEST(TcpOwnerTest, AConnectionThatIsGoneIsNotFound) {

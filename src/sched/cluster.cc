@@ -85,22 +85,41 @@ GpuSet FittingGpus(const NodeView& node, const Request& request) {
   return fitting;
 }
 
-bool Cluster::Fits(NodeId node, const Request& request) const {
-  const NodeState& state = states_[node];
+bool FitsOn(const NodeSpec& spec, const NodeState& state, const Request& request) {
   if (state.free_cpu_milli < request.cpu_milli || state.free_memory_mib < request.memory_mib) return false;
   if (request.gpu_count == 0) return true;
-  const NodeSpec& spec = specs_[node];
   if (!Accepts(request.models, spec.model)) return false;
   int fitting = 0;
   for (int gpu = 0; gpu < spec.gpu_count; ++gpu) {
     const auto index = static_cast<size_t>(gpu);
-    if (state.free_milli[index] >= request.gpu_milli &&
-        state.free_gpu_memory[index] >= request.gpu_memory_bytes) {
+    if (state.free_milli[index] >= request.gpu_milli && state.free_gpu_memory[index] >= request.gpu_memory_bytes) {
       if (++fitting == request.gpu_count) return true;
     }
   }
   return false;
 }
+
+void TakeFrom(NodeState& state, const Placement& placement) {
+  state.free_cpu_milli -= placement.cpu_milli;
+  state.free_memory_mib -= placement.memory_mib;
+  for (int gpu = 0; gpu < kMaxGpusPerNode; ++gpu) {
+    if (!Contains(placement.gpus, gpu)) continue;
+    state.free_milli[static_cast<size_t>(gpu)] -= placement.gpu_milli;
+    state.free_gpu_memory[static_cast<size_t>(gpu)] -= placement.gpu_memory_bytes;
+  }
+}
+
+void GiveBack(NodeState& state, const Placement& placement) {
+  state.free_cpu_milli += placement.cpu_milli;
+  state.free_memory_mib += placement.memory_mib;
+  for (int gpu = 0; gpu < kMaxGpusPerNode; ++gpu) {
+    if (!Contains(placement.gpus, gpu)) continue;
+    state.free_milli[static_cast<size_t>(gpu)] += placement.gpu_milli;
+    state.free_gpu_memory[static_cast<size_t>(gpu)] += placement.gpu_memory_bytes;
+  }
+}
+
+bool Cluster::Fits(NodeId node, const Request& request) const { return FitsOn(specs_[node], states_[node], request); }
 
 Status Cluster::CheckPlacement(const Placement& placement) const {
   if (placement.node >= specs_.size()) {
@@ -131,13 +150,7 @@ Status Cluster::Apply(const Placement& placement) {
   }
   if (!fits)
     return Status::ResourceExhausted("placement does not fit on node '" + specs_[placement.node].name + "'");
-  state.free_cpu_milli -= placement.cpu_milli;
-  state.free_memory_mib -= placement.memory_mib;
-  for (int gpu = 0; gpu < kMaxGpusPerNode; ++gpu) {
-    if (!Contains(placement.gpus, gpu)) continue;
-    state.free_milli[static_cast<size_t>(gpu)] -= placement.gpu_milli;
-    state.free_gpu_memory[static_cast<size_t>(gpu)] -= placement.gpu_memory_bytes;
-  }
+  TakeFrom(state, placement);
   used_gpu_milli_ += int64_t{Count(placement.gpus)} * placement.gpu_milli;
   Changed(placement.node);
   return Status::Ok();
@@ -159,15 +172,23 @@ Status Cluster::Remove(const Placement& placement) {
   if (!within) {
     return Status::InvalidArgument("removing more than node '" + spec.name + "' has in use");
   }
-  state.free_cpu_milli += placement.cpu_milli;
-  state.free_memory_mib += placement.memory_mib;
-  for (int gpu = 0; gpu < kMaxGpusPerNode; ++gpu) {
-    if (!Contains(placement.gpus, gpu)) continue;
-    state.free_milli[static_cast<size_t>(gpu)] += placement.gpu_milli;
-    state.free_gpu_memory[static_cast<size_t>(gpu)] += placement.gpu_memory_bytes;
-  }
+  GiveBack(state, placement);
   used_gpu_milli_ -= int64_t{Count(placement.gpus)} * placement.gpu_milli;
   Changed(placement.node);
+  return Status::Ok();
+}
+
+Status Cluster::SetCordoned(NodeId node, bool cordoned) {
+  if (node >= specs_.size()) return Status::InvalidArgument("no node " + std::to_string(node));
+  if (states_[node].cordoned == cordoned) return Status::Ok();
+  states_[node].cordoned = cordoned;
+  Changed(node);
+  return Status::Ok();
+}
+
+Status Cluster::Touch(NodeId node) {
+  if (node >= specs_.size()) return Status::InvalidArgument("no node " + std::to_string(node));
+  Changed(node);
   return Status::Ok();
 }
 

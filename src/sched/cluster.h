@@ -8,8 +8,8 @@
 // - Apply takes a placement's demand only if all of it fits, else changes nothing and
 //   returns ResourceExhausted; Remove gives back exactly what Apply took. Neither lets a
 //   free quantity go below zero or above capacity.
-// - Every successful Apply or Remove bumps the node's version and appends the node to the
-//   change log.
+// - Every successful Apply, Remove, SetCordoned or Touch bumps the node's version and appends
+//   the node to the change log.
 // - Not thread-safe: one owner (a Scheduler) mutates it; readers synchronise with the owner.
 #pragma once
 
@@ -42,6 +42,9 @@ struct NodeState {
   int64_t free_memory_mib = 0;
   std::array<int32_t, kMaxGpusPerNode> free_milli{};
   std::array<int64_t, kMaxGpusPerNode> free_gpu_memory{};
+  // Takes no new placements (what it holds stays): Kubernetes' spec.unschedulable. The
+  // NodeUnschedulable filter reads it; the owner of the cluster says why.
+  bool cordoned = false;
   uint32_t version = 0;  // bumped on every change
 
   int64_t IdleGpuMilli(int gpu_count) const;
@@ -91,12 +94,17 @@ class Cluster {
   int64_t total_gpu_milli() const { return total_gpu_milli_; }
   int64_t used_gpu_milli() const { return used_gpu_milli_; }
 
-  // The filter: the request's host CPU and RAM fit, and (if it wants GPUs) the node's model
-  // is accepted and gpu_count of its GPUs each have gpu_milli and gpu_memory_bytes free.
+  // Resources only (the NodeResourcesFit filter): the request's host CPU and RAM fit, and (if
+  // it wants GPUs) the node's model is accepted and gpu_count of its GPUs each have gpu_milli
+  // and gpu_memory_bytes free. Cordons and named nodes are other filters (filter.h).
   bool Fits(NodeId node, const Request& request) const;
 
   Status Apply(const Placement& placement);
   Status Remove(const Placement& placement);
+  Status SetCordoned(NodeId node, bool cordoned);
+  // Bumps the node's version as if it had changed: a plugin whose per-node state moved (a node
+  // held for a reservation) makes cached scores and filters of that node be recomputed.
+  Status Touch(NodeId node);
 
   const ChangeLog& changes() const { return changes_; }
 
@@ -115,5 +123,12 @@ class Cluster {
 
 // GPUs on which one GPU of `request` fits (compute share and memory).
 GpuSet FittingGpus(const NodeView& node, const Request& request);
+
+// Cluster::Fits on a node's spec and a state of it that need not be the cluster's (what it
+// would be after some placements were given back: preemption and backfill look ahead so).
+bool FitsOn(const NodeSpec& spec, const NodeState& state, const Request& request);
+// Takes / gives back a placement's demand on such a state; no checks (FitsOn first).
+void TakeFrom(NodeState& state, const Placement& placement);
+void GiveBack(NodeState& state, const Placement& placement);
 
 }  // namespace fgpu::sched

@@ -8,6 +8,7 @@ Status Validate(const Request& request) {
   if (request.cpu_milli < 0) return Status::InvalidArgument("cpu_milli is negative");
   if (request.memory_mib < 0) return Status::InvalidArgument("memory_mib is negative");
   if (request.gpu_memory_bytes < 0) return Status::InvalidArgument("gpu_memory_bytes is negative");
+  if (request.node < kAnyNode) return Status::InvalidArgument("node " + std::to_string(request.node) + " is negative");
   if (request.gpu_count < 0 || request.gpu_count > kMaxGpusPerNode) {
     return Status::InvalidArgument("gpu_count " + std::to_string(request.gpu_count) + " is outside 0.." +
                                    std::to_string(kMaxGpusPerNode));
@@ -31,7 +32,8 @@ Shape ShapeOf(const Request& request) {
           .gpu_memory_bytes = request.gpu_memory_bytes,
           .models = request.models,
           .gpu_milli = request.gpu_milli,
-          .gpu_count = request.gpu_count};
+          .gpu_count = request.gpu_count,
+          .node = request.node};
 }
 
 size_t ShapeHash::operator()(const Shape& shape) const {
@@ -39,7 +41,8 @@ size_t ShapeHash::operator()(const Shape& shape) const {
   uint64_t hash = 1469598103934665603ULL;
   for (uint64_t field : {static_cast<uint64_t>(shape.cpu_milli), static_cast<uint64_t>(shape.memory_mib),
                          static_cast<uint64_t>(shape.gpu_memory_bytes), shape.models,
-                         static_cast<uint64_t>(shape.gpu_milli), static_cast<uint64_t>(shape.gpu_count)}) {
+                         static_cast<uint64_t>(shape.gpu_milli), static_cast<uint64_t>(shape.gpu_count),
+                         static_cast<uint64_t>(static_cast<int64_t>(shape.node))}) {
     hash = (hash ^ field) * 1099511628211ULL;
     hash ^= hash >> 29;
   }

@@ -17,6 +17,10 @@
 namespace fgpu::sched {
 
 enum class Tier : uint8_t { kBatch = 0, kStandard = 1, kLatency = 2 };  // as slice::Tier
+inline constexpr int kTierCount = 3;
+
+// Request::node when any node will do.
+inline constexpr int32_t kAnyNode = -1;
 
 struct Request {
   int64_t cpu_milli = 0;
@@ -25,6 +29,8 @@ struct Request {
   int32_t gpu_milli = 0;         // per GPU, 1..kMilliPerGpu when gpu_count > 0
   int64_t gpu_memory_bytes = 0;  // per GPU
   ModelSet models = kAnyModel;
+  // Only this node (a GPU named by the user, a nominated node); kAnyNode: wherever fits.
+  int32_t node = kAnyNode;
   Tier tier = Tier::kStandard;
   std::string tenant;
 
@@ -34,7 +40,8 @@ struct Request {
 };
 
 // InvalidArgument, naming the field, for negative quantities, more GPUs than a node can
-// have, a GPU count without a share (or a share without GPUs), or a share above one GPU.
+// have, a GPU count without a share (or a share without GPUs), a share above one GPU, or a
+// node below kAnyNode.
 Status Validate(const Request& request);
 
 // Everything in a request that placement depends on. Requests of equal shape get equal
@@ -46,6 +53,7 @@ struct Shape {
   ModelSet models = kAnyModel;
   int32_t gpu_milli = 0;
   int32_t gpu_count = 0;
+  int32_t node = kAnyNode;
 
   bool operator==(const Shape&) const = default;
 };

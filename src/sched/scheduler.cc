@@ -33,6 +33,9 @@ Scheduler::Scheduler(Cluster cluster, std::unique_ptr<Policy> policy, SchedulerO
   rank_of_node_.resize(nodes);
   for (size_t rank = 0; rank < nodes; ++rank) rank_of_node_[node_at_rank_[rank]] = static_cast<int>(rank);
   BuildGroups();
+  filters_.push_back(std::make_unique<NodeResourcesFit>(&cluster_));
+  filters_.push_back(std::make_unique<NodeName>());
+  filters_.push_back(std::make_unique<NodeUnschedulable>());
   policy_->OnAttach(cluster_);
 }
 
@@ -50,15 +53,22 @@ void Scheduler::BuildGroups() {
   }
 }
 
-Result<Decision> Scheduler::Decide(const Request& request) {
+Result<Decision> Scheduler::Decide(const Request& request, bool observe) {
   Status valid = Validate(request);
   if (!valid.ok()) return valid;
-  if (policy_->Observe(request)) ++epoch_;
+  Decision decision;
+  if (Status admitted = PreFilter(request); !admitted.ok()) {
+    decision.reason = admitted.message();
+    return decision;
+  }
+  if (observe && policy_->Observe(request)) ++epoch_;
   ShapeScores& scores = ScoresFor(request);
   Refresh(scores);
-  Decision decision;
   const std::optional<Best> best = PickBest(scores, request);
-  if (!best) return decision;
+  if (!best) {
+    decision.reason = "no node fits";
+    return decision;
+  }
   const NodeScore scored{.score = best->score, .gpus = scores.gpus[best->node]};
   decision.placed = true;
   decision.node = best->node;
@@ -108,7 +118,7 @@ void Scheduler::Refresh(ShapeScores& scores) {
 void Scheduler::Rescore(ShapeScores& scores, NodeId node) {
   scores.versions[node] = cluster_.state(node).version;
   MaxTree& tree = scores.trees[group_of_node_[node]];
-  if (!cluster_.Fits(node, scores.request)) {
+  if (Refusing(node, scores.request) != nullptr) {
     tree.Set(leaf_of_node_[node], MaxTree::kNone);
     return;
   }
@@ -154,8 +164,47 @@ std::optional<Scheduler::Best> Scheduler::PickBest(const ShapeScores& scores, co
   return best;
 }
 
+const FilterPlugin* Scheduler::Refusing(NodeId node, const Request& request) const {
+  const NodeView view = cluster_.view(node);
+  for (const auto& filter : filters_) {
+    if (!filter->Filter(view, request)) return filter.get();
+  }
+  return nullptr;
+}
+
+Status Scheduler::PreFilter(const Request& request) const {
+  for (const auto& plugin : reserve_plugins_) {
+    if (Status admitted = plugin->PreFilter(request); !admitted.ok()) return admitted;
+  }
+  return Status::Ok();
+}
+
+std::vector<Rejection> Scheduler::Explain(const Request& request) const {
+  std::vector<Rejection> rejections;
+  for (NodeId node = 0; node < static_cast<NodeId>(cluster_.node_count()); ++node) {
+    const FilterPlugin* refusing = Refusing(node, request);
+    if (refusing == nullptr) return {};
+    rejections.push_back({node, refusing->name()});
+  }
+  return rejections;
+}
+
+const Reservation* Scheduler::reservation(ReservationId id) const {
+  const auto found = reservations_.find(id);
+  return found == reservations_.end() ? nullptr : &found->second;
+}
+
 Result<ReservationId> Scheduler::Reserve(const Decision& decision, const Request& request) {
   if (!decision.placed) return Status::InvalidArgument("reserving a decision that placed nothing");
+  if (Status admitted = PreFilter(request); !admitted.ok()) return Status::ResourceExhausted(admitted.message());
+  if (decision.node >= static_cast<NodeId>(cluster_.node_count())) {
+    return Status::InvalidArgument("the decision names node " + std::to_string(decision.node) + " of " +
+                                   std::to_string(cluster_.node_count()));
+  }
+  if (const FilterPlugin* refusing = Refusing(decision.node, request); refusing != nullptr) {
+    return Status::ResourceExhausted("node '" + cluster_.spec(decision.node).name + "' no longer passes " +
+                                     std::string(refusing->name()));
+  }
   if (Count(decision.gpus) != request.gpu_count) {
     return Status::InvalidArgument("the decision names " + std::to_string(Count(decision.gpus)) +
                                    " GPUs for a request of " + std::to_string(request.gpu_count));
@@ -164,8 +213,9 @@ Result<ReservationId> Scheduler::Reserve(const Decision& decision, const Request
   Status applied = cluster_.Apply(placement);
   if (!applied.ok()) return applied;
   policy_->OnPlaced(cluster_.view(decision.node), placement);
+  for (const auto& plugin : reserve_plugins_) plugin->Reserve(request, placement);
   const ReservationId id = next_id_++;
-  reservations_.emplace(id, placement);
+  reservations_.emplace(id, Reservation{placement, request});
   return id;
 }
 
@@ -176,11 +226,12 @@ Status Scheduler::Release(ReservationId id) { return Free(id); }
 Status Scheduler::Free(ReservationId id) {
   const auto found = reservations_.find(id);
   if (found == reservations_.end()) return Status::NotFound("no reservation " + std::to_string(id));
-  const Placement placement = found->second;
+  const Reservation freed = std::move(found->second);
   reservations_.erase(found);
-  Status removed = cluster_.Remove(placement);
+  Status removed = cluster_.Remove(freed.placement);
   if (!removed.ok()) return removed;  // cannot happen: Apply took exactly this
-  policy_->OnRemoved(cluster_.view(placement.node), placement);
+  policy_->OnRemoved(cluster_.view(freed.placement.node), freed.placement);
+  for (const auto& plugin : reserve_plugins_) plugin->Unreserve(freed.request, freed.placement);
   return Status::Ok();
 }
 

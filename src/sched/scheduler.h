@@ -2,11 +2,13 @@
 // plugin (policy.h).
 //
 // Contract
-// - Decide picks the best-scoring node on which the request fits, and the GPUs on it. It
-//   changes nothing. "No node fits" is a normal answer (Decision::placed = false), not an
-//   error; an invalid request (Validate) is InvalidArgument.
-// - Reserve applies a decision. It fails with ResourceExhausted, changing nothing, if the
-//   decision no longer fits (the cluster changed in between).
+// - Decide runs the reserve plugins' PreFilters (quotas), then picks the best-scoring node that
+//   every filter passes (plugin.h: resources, a named node, a cordon, then the added filters),
+//   and the GPUs on it. It changes nothing. "No node fits" and a PreFilter's refusal are normal
+//   answers (Decision::placed = false with its reason), not errors; an invalid request
+//   (Validate) is InvalidArgument.
+// - Reserve applies a decision and tells the reserve plugins. It fails with ResourceExhausted,
+//   changing nothing, if the decision no longer fits or a PreFilter now refuses it.
 // - Unreserve undoes a reservation that will not be bound; it is idempotent and ignores ids
 //   it does not know (the Kubernetes contract). Release gives back a placement whose workload
 //   ended; NotFound for an unknown id. Both return exactly what Reserve took.
@@ -22,12 +24,15 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
 #include "sched/cluster.h"
 #include "sched/max_tree.h"
+#include "sched/plugin.h"
 #include "sched/policy.h"
 #include "sched/request.h"
 #include "sched/rng.h"
@@ -53,22 +58,65 @@ struct SchedulerOptions {
 };
 
 struct Decision {
-  bool placed = false;  // false: no node fits the request now
+  bool placed = false;  // false: no node fits the request now, or a PreFilter refused it
   NodeId node = 0;
   GpuSet gpus = 0;
   double score = 0;
+  std::string reason{};  // when not placed: the PreFilter's refusal, or that no node fits
 };
 
 using ReservationId = uint64_t;
+
+struct Reservation {
+  Placement placement;
+  Request request;
+};
+
+// A node that did not take a request, and the filter that refused it.
+struct Rejection {
+  NodeId node = 0;
+  std::string_view filter;
+};
 
 class Scheduler {
  public:
   Scheduler(Cluster cluster, std::unique_ptr<Policy> policy, SchedulerOptions options = {});
 
-  Result<Decision> Decide(const Request& request);
+  // `observe` false: the policy does not count this as an arrival (Policy::Observe) — a
+  // queued request asked again is the same arrival.
+  Result<Decision> Decide(const Request& request, bool observe = true);
   Result<ReservationId> Reserve(const Decision& decision, const Request& request);
   void Unreserve(ReservationId id);
   Status Release(ReservationId id);
+
+  // Plugins run after the built-in ones, in the order added; the scheduler owns them and the
+  // pointer returned stays valid for its life.
+  template <typename Plugin>
+  Plugin* AddFilter(std::unique_ptr<Plugin> plugin) {
+    Plugin* raw = plugin.get();
+    filters_.push_back(std::move(plugin));
+    ++epoch_;  // every cached filter result is stale
+    return raw;
+  }
+  template <typename Plugin>
+  Plugin* AddReservePlugin(std::unique_ptr<Plugin> plugin) {
+    Plugin* raw = plugin.get();
+    reserve_plugins_.push_back(std::move(plugin));
+    return raw;
+  }
+
+  Status SetCordoned(NodeId node, bool cordoned) { return cluster_.SetCordoned(node, cordoned); }
+  // A plugin's per-node state changed (plugin.h).
+  Status Touch(NodeId node) { return cluster_.Touch(node); }
+
+  // Why no node takes the request: for every node, the first filter that refuses it; empty
+  // when some node passes them all. PreFilters are not asked (PreFilter says what they think).
+  // Looks at every node: for explaining a refusal, not for deciding.
+  std::vector<Rejection> Explain(const Request& request) const;
+  Status PreFilter(const Request& request) const;
+
+  const Reservation* reservation(ReservationId id) const;
+  const std::unordered_map<ReservationId, Reservation>& reservations() const { return reservations_; }
 
   const Cluster& cluster() const { return cluster_; }
   const Policy& policy() const { return *policy_; }
@@ -105,6 +153,8 @@ class Scheduler {
   // The best node over all groups (with their biases), or nullopt when no node fits.
   std::optional<Best> PickBest(const ShapeScores& scores, const Request& request);
   Status Free(ReservationId id);
+  // The first filter that refuses the request on the node, or nullptr.
+  const FilterPlugin* Refusing(NodeId node, const Request& request) const;
 
   Cluster cluster_;
   std::unique_ptr<Policy> policy_;
@@ -119,7 +169,9 @@ class Scheduler {
   uint64_t epoch_ = 0;
   std::unordered_map<Shape, size_t, ShapeHash> shape_index_;
   std::vector<std::unique_ptr<ShapeScores>> shapes_;
-  std::unordered_map<ReservationId, Placement> reservations_;
+  std::vector<std::unique_ptr<FilterPlugin>> filters_;  // the built-in ones first
+  std::vector<std::unique_ptr<ReservePlugin>> reserve_plugins_;
+  std::unordered_map<ReservationId, Reservation> reservations_;
   ReservationId next_id_ = 1;
 };
 

@@ -79,6 +79,86 @@ TEST(SchedulerTest, ReserveRejectsADecisionThatDoesNotMatchTheRequest) {
   EXPECT_EQ(scheduler.Reserve(Decision{}, Gpus(1, 500)).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(SchedulerTest, ANamedNodeAndACordonAreFiltersWhoseResultsAreCachedAndRefreshed) {
+  Scheduler scheduler(ThreeNodes(), std::make_unique<BestFitPolicy>());
+  Request named = Gpus(1, 500);
+  named.node = 2;
+  EXPECT_EQ(scheduler.Decide(named)->node, 2u);
+  ASSERT_TRUE(scheduler.SetCordoned(1, true).ok());
+  EXPECT_EQ(scheduler.Decide(Gpus(1, 500))->node, 0u);  // best fit would be the T4 node
+  ASSERT_TRUE(scheduler.SetCordoned(2, true).ok());
+  Result<Decision> refused = scheduler.Decide(named);
+  EXPECT_FALSE(refused->placed);
+  EXPECT_EQ(refused->reason, "no node fits");
+  const std::vector<Rejection> why = scheduler.Explain(named);
+  ASSERT_EQ(why.size(), 3u);
+  EXPECT_EQ(why[0].filter, "NodeName");
+  EXPECT_EQ(why[1].filter, "NodeName");
+  EXPECT_EQ(why[2].filter, "NodeUnschedulable");
+  ASSERT_TRUE(scheduler.SetCordoned(1, false).ok());
+  EXPECT_EQ(scheduler.Decide(Gpus(1, 500))->node, 1u);
+  EXPECT_TRUE(scheduler.Explain(Gpus(1, 500)).empty());
+  named.node = -2;
+  EXPECT_EQ(scheduler.Decide(named).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SchedulerTest, ReserveRefusesADecisionANodeFilterNowRejects) {
+  Scheduler scheduler(ThreeNodes(), std::make_unique<BestFitPolicy>());
+  const Request request = Gpus(1, 500);
+  Result<Decision> decision = scheduler.Decide(request);
+  ASSERT_TRUE(scheduler.SetCordoned(decision->node, true).ok());
+  Result<ReservationId> reserved = scheduler.Reserve(*decision, request);
+  EXPECT_EQ(reserved.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(reserved.status().message().find("NodeUnschedulable"), std::string::npos);
+  EXPECT_EQ(scheduler.cluster().used_gpu_milli(), 0);
+}
+
+// A filter with per-node state of its own, changed through Touch.
+class OddNodesOnly final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "OddNodesOnly"; }
+  bool Filter(const NodeView& node, const Request& /*request*/) const override { return !on || node.id % 2 == 1; }
+  bool on = true;
+};
+
+// Counts what it is charged; refuses beyond a budget of GPU milli.
+class Budget final : public ReservePlugin {
+ public:
+  std::string_view name() const override { return "Budget"; }
+  Status PreFilter(const Request& request) const override {
+    if (used + request.TotalGpuMilli() > limit) return Status::ResourceExhausted("over budget");
+    return Status::Ok();
+  }
+  void Reserve(const Request& request, const Placement& /*placement*/) override { used += request.TotalGpuMilli(); }
+  void Unreserve(const Request& request, const Placement& /*placement*/) override { used -= request.TotalGpuMilli(); }
+  int64_t used = 0;
+  int64_t limit = 2000;
+};
+
+TEST(SchedulerTest, AddedFiltersAndReservePluginsRunAtTheirExtensionPoints) {
+  Scheduler scheduler(ThreeNodes(), std::make_unique<BestFitPolicy>());
+  EXPECT_EQ(scheduler.Decide(Gpus(1, 500))->node, 1u);  // cached before the filter is added
+  OddNodesOnly* odd = scheduler.AddFilter(std::make_unique<OddNodesOnly>());
+  Budget* budget = scheduler.AddReservePlugin(std::make_unique<Budget>());
+  EXPECT_EQ(scheduler.Decide(Gpus(1, 500))->node, 1u);
+  const Request two = Gpus(2, 1000, 10'000);
+  Result<Decision> decision = scheduler.Decide(two);
+  ASSERT_TRUE(decision->placed);
+  EXPECT_EQ(decision->node, 1u);
+  Result<ReservationId> first = scheduler.Reserve(*decision, two);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(budget->used, 2000 - 0);
+  EXPECT_EQ(scheduler.Decide(Gpus(1, 100))->reason, "over budget");
+  budget->limit = 10'000;
+  EXPECT_EQ(scheduler.Decide(Gpus(1, 100))->reason, "no node fits");  // only node 1, and it is full
+  odd->on = false;
+  ASSERT_TRUE(scheduler.Touch(0).ok());
+  EXPECT_EQ(scheduler.Decide(Gpus(1, 100))->node, 0u);
+  ASSERT_TRUE(scheduler.Release(*first).ok());
+  EXPECT_EQ(budget->used, 0);
+  EXPECT_EQ(scheduler.reservation(*first), nullptr);
+}
+
 // Delegates to a real policy but forbids caching: every decision rescored from scratch.
 class Uncached final : public Policy {
  public:

@@ -1,0 +1,618 @@
+#include "sched/governance/governor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+namespace fgpu::sched {
+
+// Quotas as the scheduler's PreFilter, charged on Reserve and credited on Unreserve/Release.
+class Governor::QuotaFilter final : public ReservePlugin {
+ public:
+  explicit QuotaFilter(QuotaTree* quotas) : quotas_(quotas) {}
+  std::string_view name() const override { return "Quota"; }
+  Status PreFilter(const Request& request) const override { return quotas_->Admit(request.tenant, AmountOf(request)); }
+  void Reserve(const Request& request, const Placement& /*placement*/) override {
+    quotas_->Charge(request.tenant, AmountOf(request));
+  }
+  void Unreserve(const Request& request, const Placement& /*placement*/) override {
+    quotas_->Credit(request.tenant, AmountOf(request));
+  }
+
+ private:
+  QuotaTree* quotas_;
+};
+
+// Nodes held for someone: a preemptor waiting for its victims to end, or the backfill
+// reservation (held only while a request that would outlast it is being placed).
+class Governor::HoldFilter final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "Held"; }
+  bool Filter(const NodeView& node, const Request& /*request*/) const override { return !held(node.id); }
+  bool held(NodeId node) const { return node < holds_.size() && holds_[node] > 0; }
+  // True when the node's state changed (held from free, or free from held).
+  bool Add(NodeId node) {
+    if (node >= holds_.size()) holds_.resize(node + 1, 0);
+    return ++holds_[node] == 1;
+  }
+  bool Remove(NodeId node) { return node < holds_.size() && holds_[node] > 0 && --holds_[node] == 0; }
+
+ private:
+  std::vector<int> holds_;
+};
+
+struct Governor::Victims {
+  NodeId node = 0;
+  std::vector<WorkloadId> ids;
+  std::vector<bool> reclaim;  // per id: taken back as borrowed quota (else: by priority)
+};
+
+namespace {
+
+constexpr int kMaxMembers = 64;
+
+Amount Capacity(const Cluster& cluster) {
+  Amount capacity;
+  for (NodeId node = 0; node < static_cast<NodeId>(cluster.node_count()); ++node) {
+    capacity.gpu_memory_bytes += cluster.spec(node).gpu_memory_bytes * cluster.spec(node).gpu_count;
+  }
+  capacity.gpu_milli = cluster.total_gpu_milli();
+  return capacity;
+}
+
+// The first gpu_count GPUs of the node on which one GPU of the request fits.
+GpuSet FirstFitting(const NodeSpec& spec, const NodeState& state, const Request& request) {
+  GpuSet gpus = 0;
+  int taken = 0;
+  for (int gpu = 0; gpu < spec.gpu_count && taken < request.gpu_count; ++gpu) {
+    const auto index = static_cast<size_t>(gpu);
+    if (state.free_milli[index] >= request.gpu_milli && state.free_gpu_memory[index] >= request.gpu_memory_bytes) {
+      gpus |= GpuBit(gpu);
+      ++taken;
+    }
+  }
+  return gpus;
+}
+
+bool NamedElsewhere(const Request& request, NodeId node) {
+  return request.node != kAnyNode && static_cast<NodeId>(request.node) != node;
+}
+
+}  // namespace
+
+Governor::Governor(Scheduler* scheduler, QuotaTree quotas, GovernorOptions options)
+    : scheduler_(scheduler),
+      quotas_(std::make_unique<QuotaTree>(std::move(quotas))),
+      options_(options),
+      fair_share_(Capacity(scheduler->cluster()), options.fair_share_half_life) {
+  scheduler_->AddReservePlugin(std::make_unique<QuotaFilter>(quotas_.get()));
+  holds_ = scheduler_->AddFilter(std::make_unique<HoldFilter>());
+  if (quotas_->enabled()) {
+    const Amount capacity = Capacity(scheduler->cluster());
+    for (int node = 1; node < quotas_->size(); ++node) {
+      if (!quotas_->IsLeaf(node)) continue;
+      const Amount nominal = quotas_->Nominal(node);
+      double weight = 0;
+      if (capacity.gpu_memory_bytes > 0) {
+        weight = std::max(weight, static_cast<double>(nominal.gpu_memory_bytes) / static_cast<double>(capacity.gpu_memory_bytes));
+      }
+      if (capacity.gpu_milli > 0) {
+        weight = std::max(weight, static_cast<double>(nominal.gpu_milli) / static_cast<double>(capacity.gpu_milli));
+      }
+      fair_share_.SetShare(quotas_->Name(node), std::max(weight, 1e-6));
+    }
+  }
+}
+
+Governor::~Governor() = default;
+
+Result<WorkloadId> Governor::Submit(WorkloadSpec spec, double now) {
+  if (Status valid = Validate(spec.request); !valid.ok()) return valid;
+  if (spec.members < 1 || spec.members > kMaxMembers) {
+    return Status::InvalidArgument("a gang has 1.." + std::to_string(kMaxMembers) + " members, not " +
+                                   std::to_string(spec.members));
+  }
+  if (!(spec.duration >= 0) || !std::isfinite(spec.duration)) return Status::InvalidArgument("duration must be ≥ 0");
+  if (!(spec.gang_timeout >= 0) || !std::isfinite(spec.gang_timeout)) {
+    return Status::InvalidArgument("gang timeout must be ≥ 0");
+  }
+  Workload workload;
+  workload.id = next_id_++;
+  workload.spec = std::move(spec);
+  workload.submitted = now;
+  workload.share_key = FairShareKey(workload.spec.request.tenant);
+  const WorkloadId id = workload.id;
+  workloads_.emplace(id, std::move(workload));
+  ++queued_count_;
+  return id;
+}
+
+Status Governor::Finish(WorkloadId id, double now) { return End(id, now, /*learn=*/true); }
+
+Status Governor::Cancel(WorkloadId id, double now) { return End(id, now, /*learn=*/false); }
+
+Status Governor::End(WorkloadId id, double now, bool learn) {
+  const auto found = workloads_.find(id);
+  if (found == workloads_.end()) return Status::NotFound("no workload " + std::to_string(id));
+  Workload& workload = found->second;
+  if (workload.state == WorkloadState::kQueued) {
+    if (workload.nominated) Unhold(*workload.nominated);
+    --queued_count_;
+  } else {
+    fair_share_.Advance(now);
+    for (ReservationId reservation : workload.reservations) (void)scheduler_->Release(reservation);
+    fair_share_.Allocate(workload.share_key, Amount{} - workload.Demand());
+    if (learn && workload.state == WorkloadState::kRunning) Learn(workload, now - workload.started);
+  }
+  if (head_ && head_->workload == id) head_.reset();
+  workloads_.erase(found);
+  return Status::Ok();
+}
+
+const Workload* Governor::Find(WorkloadId id) const {
+  const auto found = workloads_.find(id);
+  return found == workloads_.end() ? nullptr : &found->second;
+}
+
+std::vector<WorkloadId> Governor::QueueOrder() const {
+  std::vector<WorkloadId> order;
+  std::unordered_set<WorkloadId> listed;
+  for (WorkloadId id : last_order_) {
+    const Workload* workload = Find(id);
+    if (workload != nullptr && workload->state == WorkloadState::kQueued) {
+      order.push_back(id);
+      listed.insert(id);
+    }
+  }
+  for (const auto& [id, workload] : workloads_) {
+    if (workload.state == WorkloadState::kQueued && listed.count(id) == 0) order.push_back(id);
+  }
+  return order;
+}
+
+std::string Governor::FairShareKey(const std::string& tenant) const {
+  if (!quotas_->enabled()) return tenant;
+  const int leaf = quotas_->LeafOf(tenant);
+  return leaf < 0 ? tenant : quotas_->Name(leaf);
+}
+
+double Governor::Estimate(const Workload& workload) const {
+  if (workload.spec.duration > 0) return workload.spec.duration;
+  const auto learned = learned_.find(LearnKey(workload));
+  return learned != learned_.end() ? learned->second : options_.default_duration;
+}
+
+std::string Governor::LearnKey(const Workload& workload) {
+  return workload.spec.request.tenant + '\n' + std::to_string(static_cast<int>(workload.spec.request.tier));
+}
+
+void Governor::Learn(const Workload& workload, double ran) {
+  if (!(ran > 0)) return;
+  auto [estimate, added] = learned_.try_emplace(LearnKey(workload), ran);
+  if (!added) estimate->second += 0.3 * (ran - estimate->second);  // an exponential moving average
+}
+
+double Governor::ExpectedEnd(const Workload& workload, double now) const {
+  if (workload.state == WorkloadState::kTerminating) return now;
+  return std::max(workload.started + Estimate(workload), now);
+}
+
+std::vector<Workload*> Governor::Ordered() {
+  // The keys are computed once per workload, not once per comparison.
+  struct Entry {
+    int tier;
+    double factor;
+    double submitted;
+    WorkloadId id;
+    Workload* workload;
+  };
+  std::unordered_map<std::string, double> factors;
+  std::vector<Entry> entries;
+  entries.reserve(queued_count_);
+  for (auto& [id, workload] : workloads_) {
+    if (workload.state != WorkloadState::kQueued) continue;
+    double factor = 0;
+    if (options_.fair_share) {
+      const auto [found, added] = factors.try_emplace(workload.share_key, 0.0);
+      if (added) found->second = fair_share_.Factor(workload.share_key);
+      factor = found->second;
+    }
+    const int tier = options_.tiers ? static_cast<int>(workload.spec.request.tier) : 0;
+    entries.push_back({tier, factor, workload.submitted, id, &workload});
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    if (a.tier != b.tier) return a.tier > b.tier;
+    if (a.factor != b.factor) return a.factor > b.factor;
+    return std::tie(a.submitted, a.id) < std::tie(b.submitted, b.id);
+  });
+  std::vector<Workload*> queue;
+  queue.reserve(entries.size());
+  for (const Entry& entry : entries) queue.push_back(entry.workload);
+  return queue;
+}
+
+void Governor::Hold(NodeId node) {
+  if (holds_->Add(node)) (void)scheduler_->Touch(node);
+}
+
+void Governor::Unhold(NodeId node) {
+  if (holds_->Remove(node)) (void)scheduler_->Touch(node);
+}
+
+void Governor::SetBackfillHold(bool held) {
+  if (!head_) held = false;
+  if (held == backfill_held_) return;
+  backfill_held_ = held;
+  for (NodeId node : head_->nodes) {
+    if (held) {
+      Hold(node);
+    } else {
+      Unhold(node);
+    }
+  }
+}
+
+std::vector<Action> Governor::Schedule(double now) {
+  std::vector<Action> actions;
+  ++counters_.passes;
+  fair_share_.Advance(now);
+  Expire(now, actions);
+  SetBackfillHold(false);
+  head_.reset();
+  const std::vector<Workload*> order = Ordered();
+  last_order_.clear();
+  for (const Workload* workload : order) last_order_.push_back(workload->id);
+
+  // Shapes no node fits in this pass: placements only take room, so one that failed stays
+  // failed (with the backfill hold on, only for requests that see the hold).
+  std::unordered_set<Shape, ShapeHash> unfit_open;
+  std::unordered_set<Shape, ShapeHash> unfit_held;
+  int preemption_attempts = 0;
+  bool blocked = false;
+  for (Workload* workload : order) {
+    if (blocked) {
+      workload->wait = Wait::kStrictOrder;
+      continue;
+    }
+    if (workload->nominated) {
+      const bool victims_gone = std::none_of(workload->victims.begin(), workload->victims.end(),
+                                             [&](WorkloadId victim) { return Find(victim) != nullptr; });
+      if (!victims_gone) {
+        workload->wait = Wait::kVictimsEnding;
+        continue;
+      }
+      Unhold(*workload->nominated);
+      workload->nominated.reset();
+      workload->victims.clear();
+      unfit_open.clear();  // the room held for it is open again
+      unfit_held.clear();
+    }
+    SetBackfillHold(head_ && now + Estimate(*workload) > head_->shadow_time);
+    const Shape shape = ShapeOf(workload->spec.request);
+    const bool single = workload->spec.members == 1;
+    Blocked outcome = Blocked::kNoRoom;
+    if (single && (unfit_open.count(shape) != 0 || (backfill_held_ && unfit_held.count(shape) != 0)) &&
+        quotas_->Admits(workload->spec.request.tenant, workload->Demand())) {
+      workload->wait = Wait::kNoRoom;
+    } else {
+      outcome = TryPlace(*workload);
+      if (outcome == Blocked::kNone) {
+        Started(*workload, now, actions);
+        continue;
+      }
+      if (outcome == Blocked::kNoRoom && single) (backfill_held_ ? unfit_held : unfit_open).insert(shape);
+    }
+    if (options_.preemption && preemption_attempts < options_.preemption_attempts_per_pass) {
+      ++preemption_attempts;
+      if (TryPreempt(*workload, now, actions)) continue;
+    }
+    if (options_.queueing == Queueing::kStrict) {
+      blocked = true;
+    } else if (options_.queueing == Queueing::kBackfill && !head_ && outcome == Blocked::kNoRoom) {
+      SetBackfillHold(false);
+      head_ = ReserveFor(*workload, now);
+    }
+  }
+  SetBackfillHold(false);
+  return actions;
+}
+
+void Governor::Started(Workload& workload, double now, std::vector<Action>& actions) {
+  workload.state = WorkloadState::kRunning;
+  workload.started = now;
+  --queued_count_;
+  ++counters_.started;
+  if (head_) ++counters_.backfilled;
+  fair_share_.Allocate(workload.share_key, workload.Demand());
+  actions.push_back({Action::Kind::kStart, workload.id, 0, ""});
+}
+
+Governor::Blocked Governor::TryPlace(Workload& workload) {
+  const Request& request = workload.spec.request;
+  // The quota first, without a message (the scheduler's PreFilter would say it in words).
+  if (!quotas_->Admits(request.tenant, workload.Demand())) {
+    workload.wait = Wait::kQuota;
+    return Blocked::kQuota;
+  }
+  std::vector<ReservationId> taken;
+  const auto give_back = [&] {
+    for (ReservationId reservation : taken) scheduler_->Unreserve(reservation);
+    workload.wait = Wait::kNoRoom;
+    return Blocked::kNoRoom;
+  };
+  for (int member = 0; member < workload.spec.members; ++member) {
+    ++counters_.decisions;
+    Result<Decision> decision = scheduler_->Decide(request, /*observe=*/!workload.observed);
+    workload.observed = true;
+    if (!decision.ok() || !decision->placed) return give_back();
+    Result<ReservationId> reserved = scheduler_->Reserve(*decision, request);
+    if (!reserved.ok()) return give_back();
+    taken.push_back(*reserved);
+  }
+  workload.reservations = std::move(taken);
+  return Blocked::kNone;
+}
+
+std::string Governor::WhyWaiting(const Workload& workload) const {
+  if (workload.state != WorkloadState::kQueued) return "";
+  switch (workload.wait) {
+    case Wait::kNotConsidered:
+      return "not yet considered";
+    case Wait::kNoRoom:
+      return workload.spec.members > 1 ? "its " + std::to_string(workload.spec.members) + " members do not all fit"
+                                       : "no node fits";
+    case Wait::kQuota: {
+      Status refused = quotas_->Admit(workload.spec.request.tenant, workload.Demand());
+      return refused.ok() ? "its quota refused it" : refused.message();
+    }
+    case Wait::kStrictOrder:
+      return "behind an earlier request that does not fit (strict order)";
+    case Wait::kVictimsEnding:
+      return "waiting for the workloads preempted for it to end";
+  }
+  return "";
+}
+
+bool Governor::BudgetLeft(const std::string& tenant, double now, int already) {
+  if (options_.preemption_budget <= 0) return true;
+  std::deque<double>& times = preemptions_[tenant];
+  while (!times.empty() && times.front() <= now - options_.preemption_window) times.pop_front();
+  return static_cast<int>(times.size()) + already < options_.preemption_budget;
+}
+
+bool Governor::TryPreempt(Workload& workload, double now, std::vector<Action>& actions) {
+  if (workload.spec.members > 1) return false;  // gangs wait for room; they do not preempt
+  std::optional<Victims> victims = FindVictims(workload, now);
+  if (!victims) return false;
+  for (size_t i = 0; i < victims->ids.size(); ++i) {
+    Workload& victim = workloads_.at(victims->ids[i]);
+    victim.state = WorkloadState::kTerminating;
+    ++counters_.preempted;
+    if (victims->reclaim[i]) ++counters_.reclaimed;
+    if (options_.preemption_budget > 0) preemptions_[victim.spec.request.tenant].push_back(now);
+    actions.push_back({Action::Kind::kPreempt, victim.id, workload.id, victims->reclaim[i] ? "reclaim" : "priority"});
+  }
+  workload.nominated = victims->node;
+  workload.victims = std::move(victims->ids);
+  workload.wait = Wait::kVictimsEnding;
+  Hold(victims->node);
+  return true;
+}
+
+std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload, double now) {
+  const Request& request = workload.spec.request;
+  const std::string& tenant = request.tenant;
+  const Amount demand = workload.Demand();
+  const bool quota_ok = quotas_->Admits(tenant, demand);
+  const bool may_reclaim =
+      quotas_->enabled() && options_.reclaim != ReclaimTiers::kNone && quotas_->WithinNominal(tenant, demand);
+  if (!quota_ok && !may_reclaim) return std::nullopt;
+
+  const auto by_priority = [&](const Workload& other) {
+    return options_.tiers && other.spec.request.tier < request.tier;
+  };
+  const auto by_reclaim = [&](const Workload& other) {
+    if (!may_reclaim || other.share_key == workload.share_key) return false;
+    if (quotas_->Borrowed(other.spec.request.tenant).IsZero()) return false;
+    return options_.reclaim == ReclaimTiers::kLowerOrEqual ? other.spec.request.tier <= request.tier
+                                                           : other.spec.request.tier < request.tier;
+  };
+  struct Candidate {
+    Workload* workload;
+    double lost;  // GPU milli-seconds it has run: the work a preemption throws away
+    bool reclaim;
+  };
+  std::vector<Candidate> candidates;
+  for (auto& [id, other] : workloads_) {
+    if (other.state != WorkloadState::kRunning) continue;
+    const bool priority = by_priority(other);
+    const bool reclaim = !priority && by_reclaim(other);
+    if (!priority && !reclaim) continue;
+    if (!BudgetLeft(other.spec.request.tenant, now, 0)) continue;
+    candidates.push_back({&other, (now - other.started) * static_cast<double>(other.Demand().gpu_milli), reclaim});
+  }
+  if (candidates.empty()) return std::nullopt;
+  // Least disruptive first: lowest tier, then least work lost, then the newest.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    const auto key = [](const Candidate& c) {
+      return std::make_tuple(c.workload->spec.request.tier, c.lost, ~c.workload->id);
+    };
+    return key(a) < key(b);
+  });
+  std::unordered_map<std::string, int> taken_from;  // per tenant, for the budget
+  const auto budget_allows = [&](const Candidate& c) {
+    return BudgetLeft(c.workload->spec.request.tenant, now, taken_from[c.workload->spec.request.tenant]);
+  };
+
+  // 1. Quota: borrowers until the tenant's request is admitted.
+  std::vector<const Candidate*> chosen;
+  if (!quota_ok) {
+    QuotaTree trial = *quotas_;
+    bool admitted = false;
+    for (const Candidate& c : candidates) {
+      if (!c.reclaim || !budget_allows(c)) continue;
+      trial.Credit(c.workload->spec.request.tenant, c.workload->Demand());
+      chosen.push_back(&c);
+      ++taken_from[c.workload->spec.request.tenant];
+      if ((admitted = trial.Admits(tenant, demand))) break;
+    }
+    if (!admitted) return std::nullopt;
+    for (size_t i = chosen.size(); i-- > 0;) {  // drop the ones not needed after all
+      trial.Charge(chosen[i]->workload->spec.request.tenant, chosen[i]->workload->Demand());
+      if (trial.Admits(tenant, demand)) {
+        --taken_from[chosen[i]->workload->spec.request.tenant];
+        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        trial.Credit(chosen[i]->workload->spec.request.tenant, chosen[i]->workload->Demand());
+      }
+    }
+  }
+
+  // 2. Room: on one node, the fewest least-disruptive candidates that make the request fit.
+  const Cluster& cluster = scheduler_->cluster();
+  std::unordered_map<NodeId, std::vector<const Candidate*>> on_node;
+  std::unordered_set<const Candidate*> already(chosen.begin(), chosen.end());
+  for (const Candidate& c : candidates) {
+    for (ReservationId id : c.workload->reservations) {
+      if (const sched::Reservation* r = scheduler_->reservation(id)) on_node[r->placement.node].push_back(&c);
+    }
+  }
+  const auto eligible = [&](NodeId node) {
+    return !cluster.state(node).cordoned && !holds_->held(node) && !NamedElsewhere(request, node);
+  };
+  // The node's state with the given candidates' placements on it given back.
+  const auto freed = [&](NodeId node, const std::vector<const Candidate*>& gone) {
+    NodeState state = cluster.state(node);
+    for (const Candidate* c : gone) {
+      for (ReservationId id : c->workload->reservations) {
+        const sched::Reservation* r = scheduler_->reservation(id);
+        if (r != nullptr && r->placement.node == node) GiveBack(state, r->placement);
+      }
+    }
+    return state;
+  };
+  struct Option {
+    NodeId node;
+    std::vector<const Candidate*> extra;
+    std::tuple<int, size_t, double> cost;  // highest victim tier, count, work lost
+  };
+  std::optional<Option> best;
+  const auto consider = [&](NodeId node) {
+    if (!eligible(node)) return;
+    std::vector<const Candidate*> gone = chosen;
+    std::vector<const Candidate*> extra;
+    const auto fits = [&] { return FitsOn(cluster.spec(node), freed(node, gone), request); };
+    if (!fits()) {
+      const auto found = on_node.find(node);
+      if (found == on_node.end()) return;
+      std::unordered_map<std::string, int> budget = taken_from;
+      for (const Candidate* c : found->second) {
+        if (already.count(c) != 0) continue;
+        if (!BudgetLeft(c->workload->spec.request.tenant, now, budget[c->workload->spec.request.tenant])) continue;
+        gone.push_back(c);
+        extra.push_back(c);
+        ++budget[c->workload->spec.request.tenant];
+        if (fits()) break;
+      }
+      if (!fits()) return;
+      for (size_t i = extra.size(); i-- > 0;) {  // the most disruptive first: keep it if we can
+        const Candidate* c = extra[i];
+        gone.erase(std::find(gone.begin(), gone.end(), c));
+        if (fits()) {
+          extra.erase(extra.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          gone.push_back(c);
+        }
+      }
+    }
+    int tier = -1;
+    double lost = 0;
+    for (const Candidate* c : extra) {
+      tier = std::max(tier, static_cast<int>(c->workload->spec.request.tier));
+      lost += c->lost;
+    }
+    Option option{node, extra, {tier, extra.size(), lost}};
+    if (!best || option.cost < best->cost) best = std::move(option);
+  };
+  if (!chosen.empty()) {
+    for (NodeId node = 0; node < static_cast<NodeId>(cluster.node_count()); ++node) consider(node);
+  } else {
+    std::vector<NodeId> nodes;
+    for (const auto& [node, list] : on_node) nodes.push_back(node);
+    std::sort(nodes.begin(), nodes.end());  // deterministic
+    for (NodeId node : nodes) consider(node);
+  }
+  if (!best || (chosen.empty() && best->extra.empty())) return std::nullopt;
+  Victims victims;
+  victims.node = best->node;
+  for (const auto* list : {&chosen, &best->extra}) {
+    for (const Candidate* c : *list) {
+      victims.ids.push_back(c->workload->id);
+      victims.reclaim.push_back(c->reclaim);
+    }
+  }
+  return victims;
+}
+
+std::optional<Governor::BackfillReservation> Governor::ReserveFor(const Workload& workload, double now) {
+  const Cluster& cluster = scheduler_->cluster();
+  const Request& request = workload.spec.request;
+  int remaining = workload.spec.members;
+  std::unordered_map<NodeId, NodeState> overlay;
+  BackfillReservation reservation{workload.id, now, {}};
+  const auto take_on = [&](NodeId node) {
+    if (cluster.state(node).cordoned || holds_->held(node) || NamedElsewhere(request, node)) return;
+    auto [state, added] = overlay.try_emplace(node, cluster.state(node));
+    while (remaining > 0 && FitsOn(cluster.spec(node), state->second, request)) {
+      TakeFrom(state->second, MakePlacement(node, FirstFitting(cluster.spec(node), state->second, request), request));
+      --remaining;
+      if (std::find(reservation.nodes.begin(), reservation.nodes.end(), node) == reservation.nodes.end()) {
+        reservation.nodes.push_back(node);
+      }
+    }
+  };
+  if (workload.spec.members > 1) {  // the members that fit now
+    for (NodeId node = 0; node < static_cast<NodeId>(cluster.node_count()) && remaining > 0; ++node) take_on(node);
+  }
+  std::vector<std::pair<double, const Workload*>> ends;
+  for (const auto& [id, other] : workloads_) {
+    if (other.state != WorkloadState::kQueued) ends.emplace_back(ExpectedEnd(other, now), &other);
+  }
+  std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
+  });
+  for (const auto& [end, other] : ends) {
+    for (ReservationId id : other->reservations) {
+      const sched::Reservation* held = scheduler_->reservation(id);
+      if (held == nullptr) continue;
+      auto [state, added] = overlay.try_emplace(held->placement.node, cluster.state(held->placement.node));
+      GiveBack(state->second, held->placement);
+      take_on(held->placement.node);
+    }
+    if (remaining == 0) {
+      reservation.shadow_time = end;
+      return reservation;
+    }
+  }
+  return std::nullopt;  // it does not fit even when everything running has ended
+}
+
+void Governor::Expire(double now, std::vector<Action>& actions) {
+  std::vector<WorkloadId> expired;
+  for (const auto& [id, workload] : workloads_) {
+    if (workload.state != WorkloadState::kQueued || workload.spec.members == 1) continue;
+    const double timeout = workload.spec.gang_timeout > 0 ? workload.spec.gang_timeout : options_.gang_timeout;
+    if (now - workload.submitted > timeout) expired.push_back(id);
+  }
+  for (WorkloadId id : expired) {
+    const Workload& workload = workloads_.at(id);
+    std::string why = "its " + std::to_string(workload.spec.members) + " members did not all fit within " +
+                      std::to_string(static_cast<int64_t>(now - workload.submitted)) + " s (" + WhyWaiting(workload) + ")";
+    (void)End(id, now, /*learn=*/false);
+    ++counters_.expired;
+    actions.push_back({Action::Kind::kExpire, id, 0, std::move(why)});
+  }
+}
+
+}  // namespace fgpu::sched

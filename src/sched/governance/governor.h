@@ -1,0 +1,215 @@
+// The Governor: who runs, who waits and who makes room, over a Scheduler (placement) — tiers
+// with preemption, a queue with EASY backfill, hierarchical quotas with borrowing and
+// reclaim, fair share with usage decay, and gangs. One engine for the agent (one machine), the
+// trace simulator (a cluster) and a Kubernetes controller. docs/governance.md has the
+// semantics with examples; this header is the contract.
+//
+// Contract
+// - Submit queues a workload (one request, or a gang of `members` copies placed all at once or
+//   none). Nothing is placed until Schedule.
+// - Schedule(now) makes one pass over the queue in order — tier (highest first), then fair
+//   share (the tenant with the most unused share first), then submission — and returns what
+//   to do: kStart (the workload's placements are reserved: Scheduler::reservation), kPreempt
+//   (end this running workload to make room; its placements stay reserved until Finish),
+//   kExpire (a gang waited past its timeout and left the queue).
+// - A request that does not fit (or whose quota refuses it) may preempt: victims of a strictly
+//   lower tier (priority), or — when its tenant asks within its own nominal quota — workloads of
+//   tenants above their nominal (reclaim), of the tiers options.reclaim allows. Never a workload
+//   of an equal or higher tier by priority. Victims are chosen on one node to disrupt least:
+//   lowest tier first, then fewest, then least work lost (GPU-seconds run). A victim tenant's
+//   preemptions are limited per window (options.preemption_budget). The preemptor is nominated
+//   to that node, which is held for it until its victims have ended (Finish) and it is placed.
+// - Backfill (EASY): the first request in order that does not fit (and that its quota admits)
+//   gets a reservation: the time its members would fit if the running workloads ended at their
+//   expected ends, and the nodes they would take. Later requests may start now only if they
+//   do not delay it: ending before that time, or staying off those nodes. Expected ends come
+//   from the request's duration, else the tenant's learned average for its tier, else
+//   options.default_duration.
+// - Quotas (quota.h) are a PreFilter of the scheduler: a request its tenant's quota refuses
+//   waits (or reclaims) and is never placed above its nominal plus borrowing limit.
+// - Deterministic: the same submissions, finishes and clocks give the same actions.
+// - Not thread-safe: one thread drives a Governor (and its Scheduler).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/status.h"
+#include "sched/governance/fair_share.h"
+#include "sched/governance/quota.h"
+#include "sched/scheduler.h"
+
+namespace fgpu::sched {
+
+enum class Queueing : uint8_t {
+  kGreedy,    // in order, whatever fits starts; nothing is held for a blocked request
+  kBackfill,  // EASY: the first blocked request holds a reservation that others must not delay
+  kStrict,    // in order, and nothing overtakes a blocked request
+};
+
+// Which borrowers a tenant reclaiming its nominal quota may preempt.
+enum class ReclaimTiers : uint8_t { kNone, kLower, kLowerOrEqual };
+
+struct GovernorOptions {
+  bool tiers = true;  // false: every tier in one order (the FIFO baseline)
+  bool preemption = true;
+  Queueing queueing = Queueing::kBackfill;
+  bool fair_share = true;
+  double fair_share_half_life = 7 * 24 * 3600.0;  // seconds
+  ReclaimTiers reclaim = ReclaimTiers::kLowerOrEqual;
+  // At most this many of a tenant's workloads preempted per window (0: no limit).
+  int preemption_budget = 0;
+  double preemption_window = 3600;  // seconds
+  double default_duration = 3600;   // seconds, when neither the request nor history says
+  double gang_timeout = 600;        // seconds a gang may wait, unless it says
+  // Preemption searches per pass (each looks at every running workload once).
+  int preemption_attempts_per_pass = 16;
+};
+
+using WorkloadId = uint64_t;
+
+struct WorkloadSpec {
+  Request request{};      // one member's; tier and tenant ride in it
+  int members = 1;        // > 1: a gang, all members placed at once or none
+  double duration = 0;    // expected run time in seconds; 0: estimated
+  double gang_timeout = 0;  // seconds; 0: GovernorOptions::gang_timeout
+};
+
+enum class WorkloadState : uint8_t { kQueued, kRunning, kTerminating };
+
+// Why a queued workload waits, as of the last pass (Governor::WhyWaiting says it in words).
+enum class Wait : uint8_t {
+  kNotConsidered,  // submitted after the last pass
+  kNoRoom,         // no node fits it now
+  kQuota,          // its tenant's quota refuses it
+  kStrictOrder,    // strict queueing: behind an earlier request that does not fit
+  kVictimsEnding,  // it preempted; the node is held for it until its victims end
+};
+
+struct Workload {
+  WorkloadId id = 0;
+  WorkloadSpec spec;
+  WorkloadState state = WorkloadState::kQueued;
+  double submitted = 0;
+  double started = 0;
+  std::vector<ReservationId> reservations;  // one per member while running or terminating
+  Wait wait = Wait::kNotConsidered;          // queued: why, as of the last pass
+  std::optional<NodeId> nominated;           // queued: the node held for it while victims end
+  std::vector<WorkloadId> victims;           // queued and nominated: the workloads ending for it
+  bool observed = false;                     // the policy has seen it arrive (Policy::Observe)
+  std::string share_key;                     // its quota leaf (or tenant): fair share and reclaim
+
+  Amount Demand() const { return AmountOf(spec.request) * spec.members; }
+};
+
+struct Action {
+  enum class Kind : uint8_t { kStart, kPreempt, kExpire };
+  Kind kind = Kind::kStart;
+  WorkloadId workload = 0;
+  WorkloadId for_workload = 0;  // kPreempt: the preemptor
+  std::string reason{};         // kPreempt: "priority" or "reclaim"; kExpire: why
+};
+
+struct GovernorCounters {
+  uint64_t passes = 0;
+  uint64_t decisions = 0;  // placement attempts (a gang's members count one each)
+  uint64_t started = 0;
+  uint64_t preempted = 0;
+  uint64_t reclaimed = 0;  // of preempted: by reclaim
+  uint64_t backfilled = 0;  // started while an earlier request held a reservation
+  uint64_t expired = 0;
+};
+
+class Governor {
+ public:
+  // Adds the quota PreFilter to `scheduler`, which must outlive the Governor and be driven
+  // only through it from now on.
+  Governor(Scheduler* scheduler, QuotaTree quotas, GovernorOptions options = {});
+  ~Governor();
+  Governor(const Governor&) = delete;
+  Governor& operator=(const Governor&) = delete;
+
+  // InvalidArgument for an invalid request, members outside 1..64, a negative duration.
+  Result<WorkloadId> Submit(WorkloadSpec spec, double now);
+  // The workload ended — finished, failed, or a victim that is gone — or left the queue: its
+  // placements are given back. A run that ended normally teaches its tenant's estimate.
+  Status Finish(WorkloadId id, double now);
+  // As Finish, learning nothing (a cancellation, a failure to start).
+  Status Cancel(WorkloadId id, double now);
+  std::vector<Action> Schedule(double now);
+
+  const Workload* Find(WorkloadId id) const;
+  // Every workload queued, running or terminating, by id (= by submission).
+  const std::map<WorkloadId, Workload>& workloads() const { return workloads_; }
+  // The queued workloads in the order of the last pass (those submitted since, at the end).
+  std::vector<WorkloadId> QueueOrder() const;
+  size_t queued() const { return queued_count_; }
+  size_t running() const { return workloads_.size() - queued_count_; }
+  // Why a queued workload waits, in words ("" for one that does not wait).
+  std::string WhyWaiting(const Workload& workload) const;
+  // The expected run time the Governor assumes for the workload.
+  double Estimate(const Workload& workload) const;
+  // The backfill reservation of the last pass: who, from when, and on which nodes.
+  struct BackfillReservation {
+    WorkloadId workload = 0;
+    double shadow_time = 0;
+    std::vector<NodeId> nodes{};
+  };
+  const std::optional<BackfillReservation>& backfill_reservation() const { return head_; }
+
+  const QuotaTree& quotas() const { return *quotas_; }
+  const FairShare& fair_share() const { return fair_share_; }
+  const GovernorOptions& options() const { return options_; }
+  const GovernorCounters& counters() const { return counters_; }
+  const Scheduler& scheduler() const { return *scheduler_; }
+
+ private:
+  class QuotaFilter;
+  class HoldFilter;
+  struct Victims;
+
+  enum class Blocked : uint8_t { kNone, kQuota, kNoRoom };
+
+  std::vector<Workload*> Ordered();
+  Blocked TryPlace(Workload& workload);
+  void Started(Workload& workload, double now, std::vector<Action>& actions);
+  bool TryPreempt(Workload& workload, double now, std::vector<Action>& actions);
+  std::optional<Victims> FindVictims(const Workload& workload, double now);
+  std::optional<BackfillReservation> ReserveFor(const Workload& workload, double now);
+  void SetBackfillHold(bool held);
+  void Hold(NodeId node);
+  void Unhold(NodeId node);
+  void Expire(double now, std::vector<Action>& actions);
+  Status End(WorkloadId id, double now, bool learn);
+  double ExpectedEnd(const Workload& workload, double now) const;
+  // Whether the tenant may lose one more workload to preemption now, `already` chosen besides.
+  bool BudgetLeft(const std::string& tenant, double now, int already);
+  void Learn(const Workload& workload, double ran);
+  // Fair share and reclaim count per quota leaf (the tenant itself without quotas).
+  std::string FairShareKey(const std::string& tenant) const;
+  static std::string LearnKey(const Workload& workload);
+
+  Scheduler* scheduler_;
+  std::unique_ptr<QuotaTree> quotas_;
+  GovernorOptions options_;
+  FairShare fair_share_;
+  HoldFilter* holds_ = nullptr;  // owned by the scheduler
+  std::map<WorkloadId, Workload> workloads_;  // ordered by id = by submission
+  size_t queued_count_ = 0;
+  WorkloadId next_id_ = 1;
+  std::vector<WorkloadId> last_order_;
+  std::optional<BackfillReservation> head_;
+  bool backfill_held_ = false;
+  std::unordered_map<std::string, std::deque<double>> preemptions_;  // tenant -> times
+  std::unordered_map<std::string, double> learned_;                  // tenant/tier -> seconds
+  GovernorCounters counters_;
+};
+
+}  // namespace fgpu::sched
