@@ -34,7 +34,7 @@ TEST_F(ProbeClientTest, RunCollectsEveryEventAndPassesArguments) {
 
 TEST_F(ProbeClientTest, WaitForEventSkipsEarlierEventsAndKeepsThem) {
   ProbeClient probe =
-      FakeProbe(R"(echo '{"event":"alloc","code":0}'; echo '{"event":"mem_get_info","free":5}'; sleep 30)");
+      FakeProbe(R"(echo '{"event":"alloc","code":0}'; echo '{"event":"mem_get_info","free":5}'; exec sleep 30)");
   Result<ProbeProcess> process = probe.Start({"alloc"});
   ASSERT_TRUE(process.ok());
   Result<nlohmann::json> held = process->WaitForEvent("mem_get_info", DeadlineIn(milliseconds(10'000)));
