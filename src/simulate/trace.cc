@@ -93,6 +93,23 @@ Result<sched::Request> ParsePod(const CsvTable& table, const CsvRow& row, const 
   return request;
 }
 
+// creation_time and deletion_time when the file has them (an empty field: not known).
+Status ParseTimes(const CsvTable& table, const CsvRow& row, std::optional<size_t> created_column,
+                  std::optional<size_t> deleted_column, Pod& pod) {
+  for (auto [column, name, out] : {std::tuple{created_column, "creation_time", &pod.created},
+                                   std::tuple{deleted_column, "deletion_time", &pod.deleted}}) {
+    if (!column || row.fields[*column].empty()) continue;
+    Result<int64_t> value = ParseIntField(row.fields[*column], name, 0, kMaxQuantity);
+    if (!value.ok()) return Status::InvalidArgument(table.Where(row) + value.status().message());
+    *out = *value;
+  }
+  if (pod.created && pod.deleted && *pod.deleted < *pod.created) {
+    return Status::InvalidArgument(table.Where(row) + "deletion_time " + std::to_string(*pod.deleted) +
+                                   " is before creation_time " + std::to_string(*pod.created));
+  }
+  return Status::Ok();
+}
+
 // Why no node could ever host `request`, or nullopt if some node could.
 std::optional<std::string> NeverFits(const sched::Request& request, const NodeList& nodes,
                                      const std::vector<std::string>& unknown_models) {
@@ -140,8 +157,12 @@ Result<PodList> LoadPods(const std::string& path, const NodeList& nodes) {
   Columns columns = FindColumns(*table, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
   if (!columns.status.ok()) return columns.status;
   const std::optional<size_t> spec_column = table->Column("gpu_spec");
+  const std::optional<size_t> qos_column = table->Column("qos");
+  const std::optional<size_t> created_column = table->Column("creation_time");
+  const std::optional<size_t> deleted_column = table->Column("deletion_time");
   PodList list;
   list.path = path;
+  list.timed = created_column && deleted_column;
   for (const CsvRow& row : table->rows) {
     std::vector<std::string> unknown_models;
     Result<sched::Request> request =
@@ -153,7 +174,12 @@ Result<PodList> LoadPods(const std::string& path, const NodeList& nodes) {
       }
       ++list.never_fit;
     }
-    list.pods.push_back({row.fields[columns.index[0]], row.line, std::move(*request)});
+    Pod pod{row.fields[columns.index[0]], row.line, std::move(*request)};
+    if (qos_column) pod.qos = row.fields[*qos_column];
+    Status times = ParseTimes(*table, row, created_column, deleted_column, pod);
+    if (!times.ok()) return times;
+    if (!pod.created || !pod.deleted) list.timed = false;
+    list.pods.push_back(std::move(pod));
   }
   if (list.pods.empty()) return Status::InvalidArgument(path + ": no pods");
   return list;

@@ -3,7 +3,9 @@
 //
 // Nodes: sn (or name), cpu_milli, memory_mib, gpu, model. A node with GPUs needs a model.
 // Pods: name, cpu_milli, memory_mib, num_gpu, gpu_milli and optionally gpu_spec (accepted
-// models, "A|B"); other columns (qos, times...) are ignored, as in the FGD experiments.
+// models, "A|B"), qos (LS, Burstable, Guaranteed, BE) and creation_time / deletion_time
+// (seconds). The FGD protocol ignores qos and times; the time-driven replay (timeline.h) reads
+// them, and needs both times on every pod.
 //
 // Malformed rows (missing columns, non-numbers, negative or zero capacities, out-of-range
 // values) are errors naming file:line. Pods that no node could ever host — larger than every
@@ -11,6 +13,7 @@
 // protocol) and counted, with the first few named by file:line in `warnings`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,11 +34,15 @@ struct Pod {
   std::string name;
   int line = 0;  // in the pod file
   sched::Request request;
+  std::string qos{};                     // "" when the file has no qos column
+  std::optional<int64_t> created{};      // creation_time, seconds
+  std::optional<int64_t> deleted{};      // deletion_time, seconds (≥ created)
 };
 
 struct PodList {
   std::string path;
   std::vector<Pod> pods;
+  bool timed = false;  // every pod has creation and deletion times
   int never_fit = 0;                  // pods no node could host even when empty
   std::vector<std::string> warnings;  // file:line notes about them (the first few)
 };

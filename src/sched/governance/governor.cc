@@ -86,6 +86,7 @@ Governor::Governor(Scheduler* scheduler, QuotaTree quotas, GovernorOptions optio
       quotas_(std::make_unique<QuotaTree>(std::move(quotas))),
       options_(options),
       fair_share_(Capacity(scheduler->cluster()), options.fair_share_half_life) {
+  on_node_.resize(static_cast<size_t>(scheduler_->cluster().node_count()));
   scheduler_->AddReservePlugin(std::make_unique<QuotaFilter>(quotas_.get()));
   holds_ = scheduler_->AddFilter(std::make_unique<HoldFilter>());
   if (quotas_->enabled()) {
@@ -123,8 +124,8 @@ Result<WorkloadId> Governor::Submit(WorkloadSpec spec, double now) {
   workload.submitted = now;
   workload.share_key = FairShareKey(workload.spec.request.tenant);
   const WorkloadId id = workload.id;
-  workloads_.emplace(id, std::move(workload));
-  ++queued_count_;
+  Workload& stored = workloads_.emplace(id, std::move(workload)).first->second;
+  Link(queue_, &stored);
   return id;
 }
 
@@ -132,14 +133,43 @@ Status Governor::Finish(WorkloadId id, double now) { return End(id, now, /*learn
 
 Status Governor::Cancel(WorkloadId id, double now) { return End(id, now, /*learn=*/false); }
 
+void Governor::Link(std::vector<Workload*>& list, Workload* workload) {
+  workload->slot = list.size();
+  list.push_back(workload);
+}
+
+void Governor::Unlink(std::vector<Workload*>& list, Workload* workload) {
+  Workload* last = list.back();
+  list[workload->slot] = last;
+  last->slot = workload->slot;
+  list.pop_back();
+}
+
+void Governor::IndexNodes(Workload* workload, bool add) {
+  for (size_t i = 0; i < workload->placements.size(); ++i) {
+    const NodeId node = workload->placements[i].node;
+    bool seen = false;  // a gang with several members on one node is listed there once
+    for (size_t j = 0; j < i; ++j) seen = seen || workload->placements[j].node == node;
+    if (seen) continue;
+    std::vector<Workload*>& list = on_node_[node];
+    if (add) {
+      list.push_back(workload);
+    } else {
+      list.erase(std::find(list.begin(), list.end(), workload));
+    }
+  }
+}
+
 Status Governor::End(WorkloadId id, double now, bool learn) {
   const auto found = workloads_.find(id);
   if (found == workloads_.end()) return Status::NotFound("no workload " + std::to_string(id));
   Workload& workload = found->second;
   if (workload.state == WorkloadState::kQueued) {
     if (workload.nominated) Unhold(*workload.nominated);
-    --queued_count_;
+    Unlink(queue_, &workload);
   } else {
+    Unlink(running_, &workload);
+    IndexNodes(&workload, /*add=*/false);
     fair_share_.Advance(now);
     for (ReservationId reservation : workload.reservations) (void)scheduler_->Release(reservation);
     fair_share_.Allocate(workload.share_key, Amount{} - workload.Demand());
@@ -209,17 +239,16 @@ std::vector<Workload*> Governor::Ordered() {
   };
   std::unordered_map<std::string, double> factors;
   std::vector<Entry> entries;
-  entries.reserve(queued_count_);
-  for (auto& [id, workload] : workloads_) {
-    if (workload.state != WorkloadState::kQueued) continue;
+  entries.reserve(queue_.size());
+  for (Workload* workload : queue_) {
     double factor = 0;
     if (options_.fair_share) {
-      const auto [found, added] = factors.try_emplace(workload.share_key, 0.0);
-      if (added) found->second = fair_share_.Factor(workload.share_key);
+      const auto [found, added] = factors.try_emplace(workload->share_key, 0.0);
+      if (added) found->second = fair_share_.Factor(workload->share_key);
       factor = found->second;
     }
-    const int tier = options_.tiers ? static_cast<int>(workload.spec.request.tier) : 0;
-    entries.push_back({tier, factor, workload.submitted, id, &workload});
+    const int tier = options_.tiers ? static_cast<int>(workload->spec.request.tier) : 0;
+    entries.push_back({tier, factor, workload->submitted, workload->id, workload});
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     if (a.tier != b.tier) return a.tier > b.tier;
@@ -260,6 +289,7 @@ std::vector<Action> Governor::Schedule(double now) {
   Expire(now, actions);
   SetBackfillHold(false);
   head_.reset();
+  ends_built_ = false;
   const std::vector<Workload*> order = Ordered();
   last_order_.clear();
   for (const Workload* workload : order) last_order_.push_back(workload->id);
@@ -269,12 +299,14 @@ std::vector<Action> Governor::Schedule(double now) {
   std::unordered_set<Shape, ShapeHash> unfit_open;
   std::unordered_set<Shape, ShapeHash> unfit_held;
   int preemption_attempts = 0;
+  std::vector<std::tuple<Shape, Tier, const std::string*>> failed_preemptions;
   bool blocked = false;
   for (Workload* workload : order) {
     if (blocked) {
       workload->wait = Wait::kStrictOrder;
       continue;
     }
+    std::optional<NodeId> was_held;  // room it waits for, given back below if it must wait on
     if (workload->nominated) {
       const bool victims_gone = std::none_of(workload->victims.begin(), workload->victims.end(),
                                              [&](WorkloadId victim) { return Find(victim) != nullptr; });
@@ -282,6 +314,7 @@ std::vector<Action> Governor::Schedule(double now) {
         workload->wait = Wait::kVictimsEnding;
         continue;
       }
+      if (workload->room_at >= 0 && now < workload->room_at + options_.wait_for_room) was_held = workload->nominated;
       Unhold(*workload->nominated);
       workload->nominated.reset();
       workload->victims.clear();
@@ -303,9 +336,33 @@ std::vector<Action> Governor::Schedule(double now) {
       }
       if (outcome == Blocked::kNoRoom && single) (backfill_held_ ? unfit_held : unfit_open).insert(shape);
     }
-    if (options_.preemption && preemption_attempts < options_.preemption_attempts_per_pass) {
-      ++preemption_attempts;
-      if (TryPreempt(*workload, now, actions)) continue;
+    if (was_held) {  // its room is late: keep holding it a while
+      workload->nominated = was_held;
+      workload->wait = Wait::kRoomSoon;
+      Hold(*was_held);
+      continue;
+    }
+    if (options_.preemption && preemption_attempts < options_.preemption_attempts_per_pass &&
+        now - workload->submitted >= options_.preemption_delay) {
+      // Victims only end within a pass: a search that failed fails again for the same ask.
+      const auto same = [&](const auto& failed) {
+        return std::get<0>(failed) == shape && std::get<1>(failed) == workload->spec.request.tier &&
+               *std::get<2>(failed) == workload->share_key;
+      };
+      if (!single || std::none_of(failed_preemptions.begin(), failed_preemptions.end(), same)) {
+        ++preemption_attempts;
+        if (single && options_.wait_for_room > 0 && workload->room_at < 0) {
+          if (std::optional<std::pair<NodeId, double>> room = RoomSoon(*workload, now)) {
+            workload->nominated = room->first;
+            workload->room_at = room->second;
+            workload->wait = Wait::kRoomSoon;
+            Hold(room->first);
+            continue;
+          }
+        }
+        if (TryPreempt(*workload, now, actions)) continue;
+        if (single) failed_preemptions.emplace_back(shape, workload->spec.request.tier, &workload->share_key);
+      }
     }
     if (options_.queueing == Queueing::kStrict) {
       blocked = true;
@@ -321,7 +378,13 @@ std::vector<Action> Governor::Schedule(double now) {
 void Governor::Started(Workload& workload, double now, std::vector<Action>& actions) {
   workload.state = WorkloadState::kRunning;
   workload.started = now;
-  --queued_count_;
+  workload.placements.clear();
+  for (ReservationId reservation : workload.reservations) {
+    workload.placements.push_back(scheduler_->reservation(reservation)->placement);
+  }
+  Unlink(queue_, &workload);
+  Link(running_, &workload);
+  IndexNodes(&workload, /*add=*/true);
   ++counters_.started;
   if (head_) ++counters_.backfilled;
   fair_share_.Allocate(workload.share_key, workload.Demand());
@@ -370,6 +433,8 @@ std::string Governor::WhyWaiting(const Workload& workload) const {
       return "behind an earlier request that does not fit (strict order)";
     case Wait::kVictimsEnding:
       return "waiting for the workloads preempted for it to end";
+    case Wait::kRoomSoon:
+      return "waiting for room that running workloads should free soon, on a node held for it";
   }
   return "";
 }
@@ -408,148 +473,138 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
   const bool may_reclaim =
       quotas_->enabled() && options_.reclaim != ReclaimTiers::kNone && quotas_->WithinNominal(tenant, demand);
   if (!quota_ok && !may_reclaim) return std::nullopt;
+  const bool may_preempt = options_.tiers && request.tier != Tier::kBatch;
+  if (!may_preempt && !may_reclaim) return std::nullopt;
 
-  const auto by_priority = [&](const Workload& other) {
-    return options_.tiers && other.spec.request.tier < request.tier;
-  };
-  const auto by_reclaim = [&](const Workload& other) {
-    if (!may_reclaim || other.share_key == workload.share_key) return false;
-    if (quotas_->Borrowed(other.spec.request.tenant).IsZero()) return false;
-    return options_.reclaim == ReclaimTiers::kLowerOrEqual ? other.spec.request.tier <= request.tier
-                                                           : other.spec.request.tier < request.tier;
-  };
   struct Candidate {
     Workload* workload;
     double lost;  // GPU milli-seconds it has run: the work a preemption throws away
     bool reclaim;
   };
-  std::vector<Candidate> candidates;
-  for (auto& [id, other] : workloads_) {
-    if (other.state != WorkloadState::kRunning) continue;
-    const bool priority = by_priority(other);
-    const bool reclaim = !priority && by_reclaim(other);
-    if (!priority && !reclaim) continue;
-    if (!BudgetLeft(other.spec.request.tenant, now, 0)) continue;
-    candidates.push_back({&other, (now - other.started) * static_cast<double>(other.Demand().gpu_milli), reclaim});
-  }
-  if (candidates.empty()) return std::nullopt;
+  // Whether `other` may be preempted for this request, and how (nullopt: it may not).
+  const auto candidate = [&](Workload* other) -> std::optional<Candidate> {
+    if (other->state != WorkloadState::kRunning) return std::nullopt;
+    const Tier tier = other->spec.request.tier;
+    if ((options_.preemptible & (1U << static_cast<int>(tier))) == 0) return std::nullopt;
+    bool reclaim = false;
+    if (!(may_preempt && tier < request.tier)) {
+      if (!may_reclaim || other->share_key == workload.share_key) return std::nullopt;
+      const bool tier_allowed = options_.reclaim == ReclaimTiers::kLowerOrEqual ? tier <= request.tier : tier < request.tier;
+      if (!tier_allowed || quotas_->Borrowed(other->spec.request.tenant).IsZero()) return std::nullopt;
+      reclaim = true;
+    }
+    return Candidate{other, (now - other->started) * static_cast<double>(other->Demand().gpu_milli), reclaim};
+  };
   // Least disruptive first: lowest tier, then least work lost, then the newest.
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    const auto key = [](const Candidate& c) {
-      return std::make_tuple(c.workload->spec.request.tier, c.lost, ~c.workload->id);
-    };
-    return key(a) < key(b);
-  });
+  const auto less_disruptive = [](const Candidate& a, const Candidate& b) {
+    return std::make_tuple(a.workload->spec.request.tier, a.lost, ~a.workload->id) <
+           std::make_tuple(b.workload->spec.request.tier, b.lost, ~b.workload->id);
+  };
   std::unordered_map<std::string, int> taken_from;  // per tenant, for the budget
-  const auto budget_allows = [&](const Candidate& c) {
-    return BudgetLeft(c.workload->spec.request.tenant, now, taken_from[c.workload->spec.request.tenant]);
+  const auto budget_allows = [&](const Candidate& c, const std::unordered_map<std::string, int>& taken) {
+    const auto found = taken.find(c.workload->spec.request.tenant);
+    return BudgetLeft(c.workload->spec.request.tenant, now, found == taken.end() ? 0 : found->second);
   };
 
-  // 1. Quota: borrowers until the tenant's request is admitted.
-  std::vector<const Candidate*> chosen;
+  // 1. Quota: borrowers, least disruptive first, until the tenant's request is admitted.
+  std::vector<Candidate> chosen;
   if (!quota_ok) {
+    std::vector<Candidate> borrowers;
+    for (Workload* other : running_) {
+      if (std::optional<Candidate> c = candidate(other); c && c->reclaim) borrowers.push_back(*c);
+    }
+    std::sort(borrowers.begin(), borrowers.end(), less_disruptive);
     QuotaTree trial = *quotas_;
     bool admitted = false;
-    for (const Candidate& c : candidates) {
-      if (!c.reclaim || !budget_allows(c)) continue;
+    for (const Candidate& c : borrowers) {
+      if (!budget_allows(c, taken_from)) continue;
       trial.Credit(c.workload->spec.request.tenant, c.workload->Demand());
-      chosen.push_back(&c);
+      chosen.push_back(c);
       ++taken_from[c.workload->spec.request.tenant];
       if ((admitted = trial.Admits(tenant, demand))) break;
     }
     if (!admitted) return std::nullopt;
     for (size_t i = chosen.size(); i-- > 0;) {  // drop the ones not needed after all
-      trial.Charge(chosen[i]->workload->spec.request.tenant, chosen[i]->workload->Demand());
+      const std::string& owner = chosen[i].workload->spec.request.tenant;
+      trial.Charge(owner, chosen[i].workload->Demand());
       if (trial.Admits(tenant, demand)) {
-        --taken_from[chosen[i]->workload->spec.request.tenant];
+        --taken_from[owner];
         chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
-        trial.Credit(chosen[i]->workload->spec.request.tenant, chosen[i]->workload->Demand());
+        trial.Credit(owner, chosen[i].workload->Demand());
       }
     }
   }
 
   // 2. Room: on one node, the fewest least-disruptive candidates that make the request fit.
   const Cluster& cluster = scheduler_->cluster();
-  std::unordered_map<NodeId, std::vector<const Candidate*>> on_node;
-  std::unordered_set<const Candidate*> already(chosen.begin(), chosen.end());
-  for (const Candidate& c : candidates) {
-    for (ReservationId id : c.workload->reservations) {
-      if (const sched::Reservation* r = scheduler_->reservation(id)) on_node[r->placement.node].push_back(&c);
+  const auto give_back_on = [](NodeState& state, const Workload& gone, NodeId node) {
+    for (const Placement& placement : gone.placements) {
+      if (placement.node == node) GiveBack(state, placement);
     }
-  }
-  const auto eligible = [&](NodeId node) {
-    return !cluster.state(node).cordoned && !holds_->held(node) && !NamedElsewhere(request, node);
-  };
-  // The node's state with the given candidates' placements on it given back.
-  const auto freed = [&](NodeId node, const std::vector<const Candidate*>& gone) {
-    NodeState state = cluster.state(node);
-    for (const Candidate* c : gone) {
-      for (ReservationId id : c->workload->reservations) {
-        const sched::Reservation* r = scheduler_->reservation(id);
-        if (r != nullptr && r->placement.node == node) GiveBack(state, r->placement);
-      }
-    }
-    return state;
   };
   struct Option {
-    NodeId node;
-    std::vector<const Candidate*> extra;
+    NodeId node = 0;
+    std::vector<Candidate> extra;
     std::tuple<int, size_t, double> cost;  // highest victim tier, count, work lost
   };
   std::optional<Option> best;
-  const auto consider = [&](NodeId node) {
-    if (!eligible(node)) return;
-    std::vector<const Candidate*> gone = chosen;
-    std::vector<const Candidate*> extra;
-    const auto fits = [&] { return FitsOn(cluster.spec(node), freed(node, gone), request); };
-    if (!fits()) {
-      const auto found = on_node.find(node);
-      if (found == on_node.end()) return;
-      std::unordered_map<std::string, int> budget = taken_from;
-      for (const Candidate* c : found->second) {
-        if (already.count(c) != 0) continue;
-        if (!BudgetLeft(c->workload->spec.request.tenant, now, budget[c->workload->spec.request.tenant])) continue;
-        gone.push_back(c);
-        extra.push_back(c);
-        ++budget[c->workload->spec.request.tenant];
-        if (fits()) break;
+  std::vector<Candidate> here;
+  for (NodeId node = 0; node < static_cast<NodeId>(cluster.node_count()); ++node) {
+    if (cluster.state(node).cordoned || holds_->held(node) || NamedElsewhere(request, node)) continue;
+    const std::vector<Workload*>& running_here = on_node_[node];
+    if (chosen.empty() && running_here.empty()) continue;
+    NodeState base = cluster.state(node);
+    for (const Candidate& c : chosen) give_back_on(base, *c.workload, node);
+    Option option{node, {}, {-1, 0, 0.0}};
+    if (!FitsOn(cluster.spec(node), base, request)) {
+      here.clear();
+      for (Workload* other : running_here) {
+        const bool taken = std::any_of(chosen.begin(), chosen.end(), [&](const Candidate& c) { return c.workload == other; });
+        if (taken) continue;
+        if (std::optional<Candidate> c = candidate(other)) here.push_back(*c);
       }
-      if (!fits()) return;
-      for (size_t i = extra.size(); i-- > 0;) {  // the most disruptive first: keep it if we can
-        const Candidate* c = extra[i];
-        gone.erase(std::find(gone.begin(), gone.end(), c));
-        if (fits()) {
-          extra.erase(extra.begin() + static_cast<std::ptrdiff_t>(i));
-        } else {
-          gone.push_back(c);
+      if (here.empty()) continue;
+      NodeState all = base;  // with every candidate gone: can it fit at all?
+      for (const Candidate& c : here) give_back_on(all, *c.workload, node);
+      if (!FitsOn(cluster.spec(node), all, request)) continue;
+      std::sort(here.begin(), here.end(), less_disruptive);
+      NodeState state = base;
+      std::unordered_map<std::string, int> taken = taken_from;
+      for (const Candidate& c : here) {
+        if (!budget_allows(c, taken)) continue;
+        give_back_on(state, *c.workload, node);
+        option.extra.push_back(c);
+        ++taken[c.workload->spec.request.tenant];
+        if (FitsOn(cluster.spec(node), state, request)) break;
+      }
+      if (!FitsOn(cluster.spec(node), state, request)) continue;
+      for (size_t i = option.extra.size(); i-- > 0;) {  // the most disruptive first: spare it if we can
+        NodeState without = base;
+        for (size_t j = 0; j < option.extra.size(); ++j) {
+          if (j != i) give_back_on(without, *option.extra[j].workload, node);
         }
+        if (FitsOn(cluster.spec(node), without, request)) option.extra.erase(option.extra.begin() + static_cast<std::ptrdiff_t>(i));
       }
+      int tier = -1;
+      double lost = 0;
+      for (const Candidate& c : option.extra) {
+        tier = std::max(tier, static_cast<int>(c.workload->spec.request.tier));
+        lost += c.lost;
+      }
+      option.cost = {tier, option.extra.size(), lost};
+    } else if (chosen.empty()) {
+      continue;  // it fits here without anyone leaving: not a preemption (the scheduler will see)
     }
-    int tier = -1;
-    double lost = 0;
-    for (const Candidate* c : extra) {
-      tier = std::max(tier, static_cast<int>(c->workload->spec.request.tier));
-      lost += c->lost;
-    }
-    Option option{node, extra, {tier, extra.size(), lost}};
     if (!best || option.cost < best->cost) best = std::move(option);
-  };
-  if (!chosen.empty()) {
-    for (NodeId node = 0; node < static_cast<NodeId>(cluster.node_count()); ++node) consider(node);
-  } else {
-    std::vector<NodeId> nodes;
-    for (const auto& [node, list] : on_node) nodes.push_back(node);
-    std::sort(nodes.begin(), nodes.end());  // deterministic
-    for (NodeId node : nodes) consider(node);
   }
-  if (!best || (chosen.empty() && best->extra.empty())) return std::nullopt;
+  if (!best) return std::nullopt;
   Victims victims;
   victims.node = best->node;
   for (const auto* list : {&chosen, &best->extra}) {
-    for (const Candidate* c : *list) {
-      victims.ids.push_back(c->workload->id);
-      victims.reclaim.push_back(c->reclaim);
+    for (const Candidate& c : *list) {
+      victims.ids.push_back(c.workload->id);
+      victims.reclaim.push_back(c.reclaim);
     }
   }
   return victims;
@@ -575,20 +630,11 @@ std::optional<Governor::BackfillReservation> Governor::ReserveFor(const Workload
   if (workload.spec.members > 1) {  // the members that fit now
     for (NodeId node = 0; node < static_cast<NodeId>(cluster.node_count()) && remaining > 0; ++node) take_on(node);
   }
-  std::vector<std::pair<double, const Workload*>> ends;
-  for (const auto& [id, other] : workloads_) {
-    if (other.state != WorkloadState::kQueued) ends.emplace_back(ExpectedEnd(other, now), &other);
-  }
-  std::sort(ends.begin(), ends.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
-  });
-  for (const auto& [end, other] : ends) {
-    for (ReservationId id : other->reservations) {
-      const sched::Reservation* held = scheduler_->reservation(id);
-      if (held == nullptr) continue;
-      auto [state, added] = overlay.try_emplace(held->placement.node, cluster.state(held->placement.node));
-      GiveBack(state->second, held->placement);
-      take_on(held->placement.node);
+  for (const auto& [end, other] : EndsByTime(now)) {
+    for (const Placement& placement : other->placements) {
+      auto [state, added] = overlay.try_emplace(placement.node, cluster.state(placement.node));
+      GiveBack(state->second, placement);
+      take_on(placement.node);
     }
     if (remaining == 0) {
       reservation.shadow_time = end;
@@ -598,13 +644,44 @@ std::optional<Governor::BackfillReservation> Governor::ReserveFor(const Workload
   return std::nullopt;  // it does not fit even when everything running has ended
 }
 
+const std::vector<std::pair<double, const Workload*>>& Governor::EndsByTime(double now) {
+  if (ends_built_) return ends_;
+  ends_.clear();
+  ends_.reserve(running_.size());
+  for (const Workload* other : running_) ends_.emplace_back(ExpectedEnd(*other, now), other);
+  std::sort(ends_.begin(), ends_.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
+  });
+  ends_built_ = true;
+  return ends_;
+}
+
+std::optional<std::pair<NodeId, double>> Governor::RoomSoon(const Workload& workload, double now) {
+  const Cluster& cluster = scheduler_->cluster();
+  const Request& request = workload.spec.request;
+  std::unordered_map<NodeId, NodeState> overlay;
+  for (const auto& [end, other] : EndsByTime(now)) {
+    if (end > now + options_.wait_for_room) break;
+    if (other->state == WorkloadState::kTerminating) continue;  // its room is someone else's
+    for (const Placement& placement : other->placements) {
+      const NodeId node = placement.node;
+      if (cluster.state(node).cordoned || holds_->held(node) || NamedElsewhere(request, node)) continue;
+      auto [state, added] = overlay.try_emplace(node, cluster.state(node));
+      GiveBack(state->second, placement);
+      if (FitsOn(cluster.spec(node), state->second, request)) return std::make_pair(node, end);
+    }
+  }
+  return std::nullopt;
+}
+
 void Governor::Expire(double now, std::vector<Action>& actions) {
   std::vector<WorkloadId> expired;
-  for (const auto& [id, workload] : workloads_) {
-    if (workload.state != WorkloadState::kQueued || workload.spec.members == 1) continue;
-    const double timeout = workload.spec.gang_timeout > 0 ? workload.spec.gang_timeout : options_.gang_timeout;
-    if (now - workload.submitted > timeout) expired.push_back(id);
+  for (const Workload* workload : queue_) {
+    if (workload->spec.members == 1) continue;
+    const double timeout = workload->spec.gang_timeout > 0 ? workload->spec.gang_timeout : options_.gang_timeout;
+    if (now - workload->submitted > timeout) expired.push_back(workload->id);
   }
+  std::sort(expired.begin(), expired.end());  // deterministic order of the actions
   for (WorkloadId id : expired) {
     const Workload& workload = workloads_.at(id);
     std::string why = "its " + std::to_string(workload.spec.members) + " members did not all fit within " +

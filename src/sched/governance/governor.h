@@ -17,7 +17,8 @@
 //   tenants above their nominal (reclaim), of the tiers options.reclaim allows. Never a workload
 //   of an equal or higher tier by priority. Victims are chosen on one node to disrupt least:
 //   lowest tier first, then fewest, then least work lost (GPU-seconds run). A victim tenant's
-//   preemptions are limited per window (options.preemption_budget). The preemptor is nominated
+//   preemptions are limited per window (options.preemption_budget), and a request preempts only
+//   after waiting options.preemption_delay for room to free by itself. The preemptor is nominated
 //   to that node, which is held for it until its victims have ended (Finish) and it is placed.
 // - Backfill (EASY): the first request in order that does not fit (and that its quota admits)
 //   gets a reservation: the time its members would fit if the running workloads ended at their
@@ -71,6 +72,14 @@ struct GovernorOptions {
   double gang_timeout = 600;        // seconds a gang may wait, unless it says
   // Preemption searches per pass (each looks at every running workload once).
   int preemption_attempts_per_pass = 16;
+  // The tiers whose workloads may be preempted (bit 1 << tier), by priority or by reclaim.
+  uint8_t preemptible = (1U << static_cast<int>(Tier::kBatch)) | (1U << static_cast<int>(Tier::kStandard));
+  // Seconds a request waits for room to free by itself before it preempts (0: at once). On a
+  // busy cluster something ends every few seconds: waiting a little spares most victims.
+  double preemption_delay = 0;
+  // Before preempting, a request whose room the running workloads' expected ends free within
+  // this many seconds holds that node and waits for it instead (once; 0: never waits).
+  double wait_for_room = 0;
 };
 
 using WorkloadId = uint64_t;
@@ -91,6 +100,7 @@ enum class Wait : uint8_t {
   kQuota,          // its tenant's quota refuses it
   kStrictOrder,    // strict queueing: behind an earlier request that does not fit
   kVictimsEnding,  // it preempted; the node is held for it until its victims end
+  kRoomSoon,       // room frees by itself soon on a node held for it (wait_for_room)
 };
 
 struct Workload {
@@ -103,8 +113,11 @@ struct Workload {
   Wait wait = Wait::kNotConsidered;          // queued: why, as of the last pass
   std::optional<NodeId> nominated;           // queued: the node held for it while victims end
   std::vector<WorkloadId> victims;           // queued and nominated: the workloads ending for it
+  double room_at = -1;                       // queued, kRoomSoon: when its room should be free
+  std::vector<Placement> placements;         // what its reservations hold (the same order)
   bool observed = false;                     // the policy has seen it arrive (Policy::Observe)
   std::string share_key;                     // its quota leaf (or tenant): fair share and reclaim
+  size_t slot = 0;                           // its index in the Governor's queue or running list
 
   Amount Demand() const { return AmountOf(spec.request) * spec.members; }
 };
@@ -150,8 +163,8 @@ class Governor {
   const std::map<WorkloadId, Workload>& workloads() const { return workloads_; }
   // The queued workloads in the order of the last pass (those submitted since, at the end).
   std::vector<WorkloadId> QueueOrder() const;
-  size_t queued() const { return queued_count_; }
-  size_t running() const { return workloads_.size() - queued_count_; }
+  size_t queued() const { return queue_.size(); }
+  size_t running() const { return running_.size(); }
   // Why a queued workload waits, in words ("" for one that does not wait).
   std::string WhyWaiting(const Workload& workload) const;
   // The expected run time the Governor assumes for the workload.
@@ -183,6 +196,11 @@ class Governor {
   bool TryPreempt(Workload& workload, double now, std::vector<Action>& actions);
   std::optional<Victims> FindVictims(const Workload& workload, double now);
   std::optional<BackfillReservation> ReserveFor(const Workload& workload, double now);
+  // The running workloads by expected end (this pass's, built on first use).
+  const std::vector<std::pair<double, const Workload*>>& EndsByTime(double now);
+  // The node and time at which departures alone make room for a one-member request within
+  // options.wait_for_room, if any.
+  std::optional<std::pair<NodeId, double>> RoomSoon(const Workload& workload, double now);
   void SetBackfillHold(bool held);
   void Hold(NodeId node);
   void Unhold(NodeId node);
@@ -201,11 +219,20 @@ class Governor {
   GovernorOptions options_;
   FairShare fair_share_;
   HoldFilter* holds_ = nullptr;  // owned by the scheduler
-  std::map<WorkloadId, Workload> workloads_;  // ordered by id = by submission
-  size_t queued_count_ = 0;
+  // Links `workload` into / out of a list by its slot (a workload is in one at a time).
+  static void Link(std::vector<Workload*>& list, Workload* workload);
+  static void Unlink(std::vector<Workload*>& list, Workload* workload);
+  void IndexNodes(Workload* workload, bool add);
+
+  std::map<WorkloadId, Workload> workloads_;  // ordered by id = by submission; addresses are stable
+  std::vector<Workload*> queue_;              // queued, unordered (Ordered sorts)
+  std::vector<Workload*> running_;            // running and terminating
+  std::vector<std::vector<Workload*>> on_node_;  // running and terminating workloads per node
   WorkloadId next_id_ = 1;
   std::vector<WorkloadId> last_order_;
   std::optional<BackfillReservation> head_;
+  std::vector<std::pair<double, const Workload*>> ends_;  // EndsByTime's, for the pass
+  bool ends_built_ = false;
   bool backfill_held_ = false;
   std::unordered_map<std::string, std::deque<double>> preemptions_;  // tenant -> times
   std::unordered_map<std::string, double> learned_;                  // tenant/tier -> seconds

@@ -164,6 +164,60 @@ TEST_F(GovernorTest, APreemptionBudgetProtectsATenantFromChurn) {
   EXPECT_EQ(others.size(), 1u);  // the window moved on
 }
 
+TEST_F(GovernorTest, ARequestWaitsForRoomThatFreesSoonInsteadOfPreempting) {
+  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false, .wait_for_room = 60});
+  const WorkloadId ends_soon = Submit(Job(1000, Tier::kBatch, "t", 30));
+  const WorkloadId ends_late = Submit(Job(1000, Tier::kBatch, "t", 1000));
+  EXPECT_EQ(Started(0).size(), 2u);
+  const WorkloadId latency = Submit(Job(1000, Tier::kLatency), 1);
+  std::vector<Action> others;
+  EXPECT_TRUE(Started(1, &others).empty());
+  EXPECT_TRUE(others.empty());  // nobody preempted: GPU of `ends_soon` frees at 30
+  EXPECT_EQ(governor_->Find(latency)->wait, Wait::kRoomSoon);
+  EXPECT_EQ(*governor_->Find(latency)->nominated, NodeOf(ends_soon));
+  // The held GPU is not given to anyone else when it frees.
+  ASSERT_TRUE(governor_->Finish(ends_soon, 30).ok());
+  Submit(Job(500, Tier::kBatch), 30);
+  EXPECT_EQ(Started(30), std::vector<WorkloadId>{latency});
+  EXPECT_EQ(StateOf(ends_late), WorkloadState::kRunning);
+  EXPECT_EQ(governor_->counters().preempted, 0u);
+}
+
+TEST_F(GovernorTest, RoomThatIsLateIsWaitedForAWhileThenTakenByPreemption) {
+  Build(1, {.queueing = Queueing::kGreedy, .fair_share = false, .wait_for_room = 60});
+  const WorkloadId overruns = Submit(Job(1000, Tier::kBatch, "t", 30));  // says 30 s, runs on
+  EXPECT_EQ(Started(0).size(), 1u);
+  const WorkloadId latency = Submit(Job(1000, Tier::kLatency), 1);
+  std::vector<Action> others;
+  Started(1, &others);
+  Started(60, &others);  // 30 s late: still waiting for it
+  EXPECT_TRUE(others.empty());
+  Started(91, &others);  // room_at + wait_for_room passed: it preempts
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].workload, overruns);
+  EXPECT_EQ(others[0].for_workload, latency);
+}
+
+TEST_F(GovernorTest, PreemptionWaitsItsDelayAndSparesTiersThatAreNotPreemptible) {
+  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false,
+            .preemptible = 1U << static_cast<int>(Tier::kBatch), .preemption_delay = 20});
+  const WorkloadId standard = Submit(Job(1000, Tier::kStandard));
+  const WorkloadId batch = Submit(Job(1000, Tier::kBatch));
+  EXPECT_EQ(Started(0).size(), 2u);
+  Submit(Job(1000, Tier::kLatency), 1);
+  std::vector<Action> others;
+  Started(10, &others);
+  EXPECT_TRUE(others.empty());  // waited 9 s of its 20
+  Started(21, &others);
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].workload, batch);  // the standard job is not preemptible
+  Submit(Job(1000, Tier::kLatency), 22);
+  others.clear();
+  Started(60, &others);
+  EXPECT_TRUE(others.empty());
+  EXPECT_EQ(StateOf(standard), WorkloadState::kRunning);
+}
+
 // Two teams of 1000 milli each on two GPUs.
 QuotaTree TwoTeams() {
   Result<QuotaTree> quotas = QuotaTree::Create({{.name = "a", .nominal = Amount{0, 1000}},
