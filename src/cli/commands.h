@@ -75,6 +75,8 @@ int RunDemo(const DemoOptions& options);
 
 // fgpu simulate --nodes FILE --pods FILE [--policy LIST|all] [--seeds 42-51] [--inflate 1.3]
 //               [--jobs N] [--out DIR] [--format table|json] [--authors FILE] [--ties first|random]
+// fgpu simulate --time ... [--load LIST] [--baselines LIST|all] [--window H] [--warmup H]
+//               [--drain H] [--tenants ORGSxTEAMS] [--zipf S] [--borrowing X] [--equal-quotas]
 struct SimulateOptions {
   std::string nodes;
   std::string pods;
@@ -87,9 +89,21 @@ struct SimulateOptions {
   std::string authors;
   std::string ties = "first";
   bool no_progress = false;
+  // --time: governance in time (src/simulate/timeline.h)
+  bool time = false;
+  std::string loads = "1.2";
+  std::string baselines = "all";
+  double window_hours = 6;
+  double warmup_hours = 1;
+  double drain_hours = 2;
+  std::string tenants = "2x4";
+  double zipf = 1.0;
+  double borrowing = 1.0;
+  bool equal_quotas = false;
 };
 CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options);
 int RunSimulate(const SimulateOptions& options);
+int RunSimulateInTime(const SimulateOptions& options);  // simulate_time_command.cc
 
 // The placement policies src/sched knows, for --policy's help and check.
 std::vector<std::string> PlacementPolicyNames();

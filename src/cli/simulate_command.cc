@@ -16,62 +16,13 @@
 
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/progress_bar.h"
 #include "cli/suggest.h"
 #include "simulate/simulate.h"
 
 namespace fgpu::cli {
 
 namespace {
-
-// Redraws a one-line progress bar on stderr while runs are in flight (terminals only).
-class ProgressBar {
- public:
-  explicit ProgressBar(const simulate::Progress& progress)
-      : progress_(progress), thread_([this] { Draw(); }) {}
-  ProgressBar(const ProgressBar&) = delete;
-  ProgressBar& operator=(const ProgressBar&) = delete;
-  ~ProgressBar() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_one();
-    thread_.join();
-    std::fputs("\r\033[K", stderr);
-  }
-
- private:
-  void Draw() {
-    const auto start = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return done_; })) {
-      const double total = static_cast<double>(std::max<int64_t>(progress_.pods_total.load(), 1));
-      const double fraction = std::min(1.0, static_cast<double>(progress_.pods_done.load()) / total);
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int filled = static_cast<int>(fraction * 30);
-      std::string bar(static_cast<size_t>(filled), '#');
-      bar.resize(30, '.');
-      const double eta = fraction > 0.01 ? elapsed * (1 - fraction) / fraction : 0;
-      std::fprintf(stderr, "\r[%s] %3.0f%%  %d/%d runs  %.0fs elapsed, ~%.0fs left\033[K", bar.c_str(),
-                   100 * fraction, progress_.runs_done.load(), progress_.runs_total.load(), elapsed, eta);
-      std::fflush(stderr);
-    }
-  }
-
-  const simulate::Progress& progress_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-Status WriteFile(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Status::Unavailable("cannot write " + path.string());
-  return Status::Ok();
-}
 
 Status WriteOutputs(const SimulateOptions& options, const std::vector<simulate::PolicySummary>& summaries,
                     const simulate::ReportInfo& info) {
@@ -153,10 +104,29 @@ CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options) {
           "Equal best scores: 'first' node of a per-seed random order (the authors' simulator) or 'random'")
       ->capture_default_str();
   simulate->add_flag("--no-progress", options->no_progress, "Never draw the progress bar");
+  simulate->add_flag("--time", options->time,
+                     "Governance in time: arrivals and departures from the trace's times, the baselines "
+                     "fifo, priority, preemption and fgpu compared (docs/governance.md)");
+  simulate->add_option("--load", options->loads, "--time: offered load(s) as a multiple of the cluster's GPUs, comma-separated")
+      ->capture_default_str();
+  simulate->add_option("--baselines", options->baselines, "--time: fifo, priority, preemption, fgpu (comma-separated) or all")
+      ->capture_default_str();
+  simulate->add_option("--window", options->window_hours, "--time: hours of arrivals")->capture_default_str();
+  simulate->add_option("--warmup", options->warmup_hours, "--time: hours the cluster fills, not measured")
+      ->capture_default_str();
+  simulate->add_option("--drain", options->drain_hours, "--time: hours run after the last arrival")->capture_default_str();
+  simulate->add_option("--tenants", options->tenants, "--time: ORGSxTEAMS, the modelled tenants (the trace names none)")
+      ->capture_default_str();
+  simulate->add_option("--zipf", options->zipf, "--time: skew of the tenants' demand")->capture_default_str();
+  simulate->add_option("--borrowing", options->borrowing, "--time: borrowing limit as a multiple of each nominal quota")
+      ->capture_default_str();
+  simulate->add_flag("--equal-quotas", options->equal_quotas,
+                     "--time: equal quotas instead of quotas sized by expected demand");
   return simulate;
 }
 
 int RunSimulate(const SimulateOptions& options) {
+  if (options.time) return RunSimulateInTime(options);
   Result<Loaded> loaded = ParsePlan(options);
   if (!loaded.ok()) {
     std::cerr << "fgpu simulate: " << loaded.status().message() << "\n";

@@ -1,7 +1,8 @@
-// The scheduler's extension points besides scoring (policy.h), after the Kubernetes scheduler
-// framework: PreFilter (may this request be placed at all — quotas), Filter (may it go on this
-// node — resources, a named node, a cordon, a hold), Reserve and Unreserve (what a placement
-// takes from, and gives back to, a plugin's own books).
+// The scheduler's extension points beside the placement policy (policy.h), after the
+// Kubernetes scheduler framework: PreFilter (may this request be placed at all — quotas),
+// Filter (may it go on this node — resources, a named node, a cordon, a hold), Score (a term
+// added to the policy's), Reserve and Unreserve (what a placement takes from, and gives back
+// to, a plugin's own books).
 //
 // Filters are cached with the scores, per (node, request shape), so Filter must be a function
 // of the node's spec and state, the request's Shape and the plugin's per-node state — and a
@@ -23,6 +24,15 @@ class FilterPlugin {
   virtual ~FilterPlugin() = default;
   virtual std::string_view name() const = 0;
   virtual bool Filter(const NodeView& node, const Request& request) const = 0;
+};
+
+// Adds to the policy's score of a node that passed the filters. Cached like filters: a function
+// of the node, the request's Shape (its tier included) and the plugin's per-node state.
+class ScorePlugin {
+ public:
+  virtual ~ScorePlugin() = default;
+  virtual std::string_view name() const = 0;
+  virtual double Score(const NodeView& node, const Request& request) const = 0;
 };
 
 class ReservePlugin {

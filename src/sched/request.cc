@@ -33,7 +33,8 @@ Shape ShapeOf(const Request& request) {
           .models = request.models,
           .gpu_milli = request.gpu_milli,
           .gpu_count = request.gpu_count,
-          .node = request.node};
+          .node = request.node,
+          .tier = request.tier};
 }
 
 size_t ShapeHash::operator()(const Shape& shape) const {
@@ -42,7 +43,7 @@ size_t ShapeHash::operator()(const Shape& shape) const {
   for (uint64_t field : {static_cast<uint64_t>(shape.cpu_milli), static_cast<uint64_t>(shape.memory_mib),
                          static_cast<uint64_t>(shape.gpu_memory_bytes), shape.models,
                          static_cast<uint64_t>(shape.gpu_milli), static_cast<uint64_t>(shape.gpu_count),
-                         static_cast<uint64_t>(static_cast<int64_t>(shape.node))}) {
+                         static_cast<uint64_t>(static_cast<int64_t>(shape.node)), static_cast<uint64_t>(shape.tier)}) {
     hash = (hash ^ field) * 1099511628211ULL;
     hash ^= hash >> 29;
   }

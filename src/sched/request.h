@@ -54,6 +54,7 @@ struct Shape {
   int32_t gpu_milli = 0;
   int32_t gpu_count = 0;
   int32_t node = kAnyNode;
+  Tier tier = Tier::kStandard;  // score plugins may weigh it (policies do not)
 
   bool operator==(const Shape&) const = default;
 };

@@ -122,8 +122,11 @@ void Scheduler::Rescore(ShapeScores& scores, NodeId node) {
     tree.Set(leaf_of_node_[node], MaxTree::kNone);
     return;
   }
-  const NodeScore scored = policy_->Score(cluster_.view(node), scores.request);
-  tree.Set(leaf_of_node_[node], scored.score);
+  const NodeView view = cluster_.view(node);
+  const NodeScore scored = policy_->Score(view, scores.request);
+  double score = scored.score;
+  for (const auto& plugin : score_plugins_) score += plugin->Score(view, scores.request);
+  tree.Set(leaf_of_node_[node], score);
   scores.gpus[node] = scored.gpus;
 }
 

@@ -99,6 +99,13 @@ class Scheduler {
     return raw;
   }
   template <typename Plugin>
+  Plugin* AddScorePlugin(std::unique_ptr<Plugin> plugin) {
+    Plugin* raw = plugin.get();
+    score_plugins_.push_back(std::move(plugin));
+    ++epoch_;  // every cached score is stale
+    return raw;
+  }
+  template <typename Plugin>
   Plugin* AddReservePlugin(std::unique_ptr<Plugin> plugin) {
     Plugin* raw = plugin.get();
     reserve_plugins_.push_back(std::move(plugin));
@@ -170,6 +177,7 @@ class Scheduler {
   std::unordered_map<Shape, size_t, ShapeHash> shape_index_;
   std::vector<std::unique_ptr<ShapeScores>> shapes_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;  // the built-in ones first
+  std::vector<std::unique_ptr<ScorePlugin>> score_plugins_;
   std::vector<std::unique_ptr<ReservePlugin>> reserve_plugins_;
   std::unordered_map<ReservationId, Reservation> reservations_;
   ReservationId next_id_ = 1;

@@ -11,3 +11,5 @@
 #include "simulate/runner.h"    // IWYU pragma: export
 #include "simulate/summary.h"   // IWYU pragma: export
 #include "simulate/svg_plot.h"  // IWYU pragma: export
+#include "simulate/timeline.h"  // IWYU pragma: export
+#include "simulate/timeline_report.h"  // IWYU pragma: export

@@ -17,20 +17,24 @@ constexpr size_t kMostArrivals = 5'000'000;
 
 std::vector<Baseline> MakeBaselines() {
   using sched::Queueing;
-  sched::GovernorOptions fifo{.tiers = false, .preemption = false, .queueing = Queueing::kGreedy, .fair_share = false};
+  sched::GovernorOptions fifo = sched::PlainPreemption();
+  fifo.tiers = false;
+  fifo.preemption = false;
+  fifo.queueing = Queueing::kGreedy;
+  fifo.fair_share = false;
   sched::GovernorOptions priority = fifo;
   priority.tiers = true;
+  priority.strict_tiers = true;
   sched::GovernorOptions preemption = priority;
+  preemption.strict_tiers = false;
   preemption.preemption = true;
-  sched::GovernorOptions fgpu;  // everything on, as the agent runs it
-  fgpu.preemptible = 1U << static_cast<int>(sched::Tier::kBatch);
-  fgpu.preemption_delay = 30;
-  fgpu.wait_for_room = 90;
+  const sched::GovernorOptions fgpu;  // governor.h's defaults: what the agent runs
   return {
       {"fifo", "arrival order, whatever fits starts (no tiers)", fifo, false},
-      {"priority", "tiers first, no preemption", priority, false},
-      {"preemption", "tiers with preemption, no quotas", preemption, false},
-      {"fgpu", "tiers, preemption, EASY backfill, quotas with borrowing, fair share", fgpu, true},
+      {"priority", "strict priority: tiers in order, a lower tier waits while a higher one does, no preemption",
+       priority, false},
+      {"preemption", "tiers with plain preemption (any lower tier, at once), no quotas", preemption, false},
+      {"fgpu", "tiers, preemption with its refinements, EASY backfill, quotas with borrowing, fair share", fgpu, true},
   };
 }
 
@@ -69,6 +73,7 @@ Status ValidateSpec(const TimedSpec& spec) {
   if (!(spec.drain >= 0 && spec.drain <= 365 * 24 * kHour)) return Status::InvalidArgument("the drain must be ≥ 0");
   if (!(spec.tick > 0 && spec.tick <= 3600)) return Status::InvalidArgument("the tick must be in (0, 3600] s");
   if (spec.samples < 2 || spec.samples > 100'000) return Status::InvalidArgument("samples must be 2..100000");
+  if (!(spec.warmup >= 0 && spec.warmup < spec.window)) return Status::InvalidArgument("the warm-up must be shorter than the window");
   return Validate(spec.tenants);
 }
 
@@ -248,7 +253,8 @@ class Replayer {
   // Moves the clock to `to`, integrating allocation and taking the samples due before it.
   void Advance(double to, size_t& next_sample) {
     const double window = spec_.window;
-    const double within = std::max(0.0, std::min(to, window) - std::min(clock_, window));
+    const double from = spec_.warmup;
+    const double within = std::max(0.0, std::clamp(to, from, window) - std::clamp(clock_, from, window));
     const double used = static_cast<double>(scheduler_->cluster().used_gpu_milli());
     allocated_integral_ += used * within;
     delivered_integral_ += used * std::max(0.0, std::min(to, horizon_) - clock_);
@@ -257,7 +263,7 @@ class Replayer {
       const double at = horizon_ * static_cast<double>(next_sample) / static_cast<double>(spec_.samples - 1);
       if (at > to) break;
       samples_.push_back({at, used / capacity_, static_cast<int64_t>(governor_->queued())});
-      if (at <= window) {
+      if (at >= from && at <= window) {
         ++window_samples_;
         for (TenantState& tenant : tenant_state_) tenant.saturated_samples += tenant.waiting > 0 ? 1 : 0;
       }
@@ -273,7 +279,6 @@ class Replayer {
     if (!id.ok()) return Status::InvalidArgument(scenario_.pods.path + ":" + std::to_string(PodOf(run).line) + ": " + id.status().message());
     run_of_[*id] = run;
     ++tenant_state_[static_cast<size_t>(TenantOf(run))].waiting;
-    tiers_[static_cast<size_t>(TierOf(run))].pods++;
     return Status::Ok();
   }
 
@@ -319,10 +324,7 @@ class Replayer {
         TierResult& tier = tiers_[static_cast<size_t>(TierOf(run))];
         switch (action.kind) {
           case sched::Action::Kind::kStart:
-            if (runs_[run].first_start < 0) {
-              runs_[run].first_start = now;
-              ++tier.started;
-            }
+            if (runs_[run].first_start < 0) runs_[run].first_start = now;
             runs_[run].started = now;
             --tenant.waiting;
             Allocate(run, +1);
@@ -362,8 +364,11 @@ class Replayer {
     result.arrivals = static_cast<int64_t>(plan_.arrivals.size());
     std::array<std::vector<double>, sched::kTierCount> delays;
     for (size_t run = 0; run < runs_.size(); ++run) {
+      if (runs_[run].arrival < spec_.warmup) continue;
       const auto tier = static_cast<size_t>(TierOf(run));
+      ++tiers_[tier].pods;
       if (runs_[run].first_start >= 0) {
+        ++tiers_[tier].started;
         delays[tier].push_back(runs_[run].first_start - runs_[run].arrival);
       } else {
         delays[tier].push_back(horizon_ - runs_[run].arrival);
@@ -375,12 +380,13 @@ class Replayer {
       tiers_[tier].delay_p99 = Percentile(delays[tier], 99);
     }
     result.tiers = tiers_;
-    result.allocated_mean = allocated_integral_ / (spec_.window * capacity_);
+    const double measured = spec_.window - spec_.warmup;
+    result.allocated_mean = allocated_integral_ / (measured * capacity_);
     result.samples = std::move(samples_);
     std::vector<double> fair;
     for (size_t t = 0; t < tenants_.size(); ++t) {
       const TenantState& state = tenant_state_[t];
-      TenantResult tenant{tenants_[t], state.nominal, state.limit, state.integral / (spec_.window * capacity_), state.peak,
+      TenantResult tenant{tenants_[t], state.nominal, state.limit, state.integral / (measured * capacity_), state.peak,
                           window_samples_ > 0 ? static_cast<double>(state.saturated_samples) / static_cast<double>(window_samples_) : 0};
       if (tenant.saturated >= 0.5 && tenant.nominal > 0) fair.push_back(tenant.share / tenant.nominal);
       result.tenants.push_back(std::move(tenant));

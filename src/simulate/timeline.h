@@ -15,7 +15,9 @@
 //     arrival rate times each pod's GPUs × its duration within the window, over the cluster's
 //     GPUs — is `load`;
 //   - durations are kept as recorded; a run covers the window plus a drain, and what has not
-//     started by its end counts as never started, its wait so far as its delay.
+//     started by its end counts as never started, its wait so far as its delay;
+//   - the cluster starts empty: the first `warmup` seconds are run but not measured (delays
+//     count pods arriving after it; allocation, shares and saturation are averaged after it).
 // Tiers from the trace's qos: LS → latency, Guaranteed and Burstable → standard, BE and anything
 // else → batch. A multi-GPU pod is a gang of that many one-GPU workers. Tenants and quotas from
 // the seeded model (tenants.h). A preempted pod loses its work and queues again in full.
@@ -56,11 +58,13 @@ struct TimedSpec {
   std::string policy = "FGD+";
   TenantModel tenants{};
   double window = 6 * 3600.0;  // seconds of arrivals
+  double warmup = 3600.0;      // seconds the cluster fills from empty; not measured
   double drain = 2 * 3600.0;   // seconds after the window before the run ends
   double tick = 1.0;           // seconds between scheduling passes (events in between are batched)
   int samples = 240;           // points of the allocation and queue curves
 };
 
+// Pods are counted, and their delays measured, when they arrived after the warm-up.
 struct TierResult {
   int64_t pods = 0;
   int64_t started = 0;

@@ -39,6 +39,47 @@ case_out_dir() {
   expect_err_contains "wrote table.txt"
 }
 
+# --time: the four baselines through the Governor in time, issue 16's bars judged, the files.
+case_time() {
+  run_fgpu simulate --time --nodes "$NODES" --pods "$PODS" --seeds 42 --load 1.2 --window 0.5 --warmup 0.1 \
+    --drain 0.1 --out "$SCRATCH/timed"
+  expect_status 0
+  for word in "fgpu simulate --time" "load 1.20" "fifo" "priority" "preemption" "fgpu" "LS p99" "Jain (sat)" \
+    "issue 16's bars at load 1.20" "allocated GPU" "lost to preemption" "org1/team1"; do
+    expect_out_contains "$word"
+  done
+  for file in table.txt summary.json timeline-load-1.20.svg; do
+    [ -s "$SCRATCH/timed/$file" ] || fail "--out did not write $file"
+  done
+  head -c 4 "$SCRATCH/timed/timeline-load-1.20.svg" | grep -q '<svg' || fail "the timeline is not an SVG"
+  run_fgpu simulate --time --nodes "$NODES" --pods "$PODS" --seeds 42 --baselines fifo,fgpu --window 0.5 \
+    --warmup 0.1 --drain 0.1 --format json
+  expect_status 0
+  expect_out_contains '"baseline": "fgpu"'
+  expect_out_contains '"delay_p99_seconds":'
+  expect_out_contains '"bars":'
+}
+
+# --time refuses what it cannot run: untimed pods, bad loads, tenants, baselines.
+case_time_bad_input() {
+  printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,500\n' >"$SCRATCH/untimed.csv"
+  run_fgpu simulate --time --nodes "$NODES" --pods "$SCRATCH/untimed.csv"
+  expect_status 2
+  expect_err_contains "--time needs them"
+  run_fgpu simulate --time --nodes "$NODES" --pods "$PODS" --load 0
+  expect_status 2
+  expect_err_contains "--load takes loads in (0, 10]"
+  run_fgpu simulate --time --nodes "$NODES" --pods "$PODS" --tenants 3
+  expect_status 2
+  expect_err_contains "--tenants takes ORGSxTEAMS"
+  run_fgpu simulate --time --nodes "$NODES" --pods "$PODS" --baselines fifo,lifo
+  expect_status 2
+  expect_err_contains "unknown baseline 'lifo'"
+  run_fgpu simulate --time --nodes "$NODES" --pods "$PODS" --window 1 --warmup 2
+  expect_status 2
+  expect_err_contains "--warmup"
+}
+
 case_bad_input() {
   printf 'sn,cpu_milli,memory_mib,gpu,model\nok,1000,1024,2,T4\nbad,-1,1024,2,T4\n' >"$SCRATCH/nodes.csv"
   run_fgpu simulate --nodes "$SCRATCH/nodes.csv" --pods "$PODS"

@@ -42,6 +42,46 @@ class Governor::HoldFilter final : public FilterPlugin {
   std::vector<int> holds_;
 };
 
+// GPU milli per node held by preemptible and by protected work.
+struct Governor::ClassUsage {
+  std::vector<int64_t> preemptible;
+  std::vector<int64_t> protected_;
+  uint8_t preemptible_tiers = 0;
+  bool IsPreemptible(Tier tier) const { return (preemptible_tiers & (1U << static_cast<int>(tier))) != 0; }
+};
+
+class Governor::SegregationScore final : public ScorePlugin {
+ public:
+  SegregationScore(const ClassUsage* usage, double weight) : usage_(usage), weight_(weight) {}
+  std::string_view name() const override { return "Segregation"; }
+  double Score(const NodeView& node, const Request& request) const override {
+    if (node.spec.gpu_count == 0) return 0;
+    const bool preemptible = usage_->IsPreemptible(request.tier);
+    const int64_t mine = preemptible ? usage_->preemptible[node.id] : usage_->protected_[node.id];
+    const int64_t other = preemptible ? usage_->protected_[node.id] : usage_->preemptible[node.id];
+    return weight_ * static_cast<double>(mine - other) / static_cast<double>(int64_t{node.spec.gpu_count} * kMilliPerGpu);
+  }
+
+ private:
+  const ClassUsage* usage_;
+  double weight_;
+};
+
+class Governor::ClassCounter final : public ReservePlugin {
+ public:
+  explicit ClassCounter(ClassUsage* usage) : usage_(usage) {}
+  std::string_view name() const override { return "ClassCounter"; }
+  void Reserve(const Request& request, const Placement& placement) override { Add(request, placement, +1); }
+  void Unreserve(const Request& request, const Placement& placement) override { Add(request, placement, -1); }
+
+ private:
+  void Add(const Request& request, const Placement& placement, int64_t sign) {
+    std::vector<int64_t>& counts = usage_->IsPreemptible(request.tier) ? usage_->preemptible : usage_->protected_;
+    counts[placement.node] += sign * int64_t{placement.gpu_milli} * Count(placement.gpus);
+  }
+  ClassUsage* usage_;
+};
+
 struct Governor::Victims {
   NodeId node = 0;
   std::vector<WorkloadId> ids;
@@ -81,6 +121,18 @@ bool NamedElsewhere(const Request& request, NodeId node) {
 
 }  // namespace
 
+GovernorOptions PlainPreemption() {
+  GovernorOptions options;
+  options.preemptible = (1U << static_cast<int>(Tier::kBatch)) | (1U << static_cast<int>(Tier::kStandard));
+  options.preemption_delay = 0;
+  options.preemption_exempt_after = 0;
+  options.preemption_escalation = 0;
+  options.strict_tiers = false;
+  options.segregation = 0;
+  options.wait_for_room = 0;
+  return options;
+}
+
 Governor::Governor(Scheduler* scheduler, QuotaTree quotas, GovernorOptions options)
     : scheduler_(scheduler),
       quotas_(std::make_unique<QuotaTree>(std::move(quotas))),
@@ -89,6 +141,13 @@ Governor::Governor(Scheduler* scheduler, QuotaTree quotas, GovernorOptions optio
   on_node_.resize(static_cast<size_t>(scheduler_->cluster().node_count()));
   scheduler_->AddReservePlugin(std::make_unique<QuotaFilter>(quotas_.get()));
   holds_ = scheduler_->AddFilter(std::make_unique<HoldFilter>());
+  if (options_.segregation > 0) {
+    const auto nodes = static_cast<size_t>(scheduler_->cluster().node_count());
+    class_usage_ = std::make_unique<ClassUsage>(
+        ClassUsage{std::vector<int64_t>(nodes, 0), std::vector<int64_t>(nodes, 0), options_.preemptible});
+    scheduler_->AddScorePlugin(std::make_unique<SegregationScore>(class_usage_.get(), options_.segregation));
+    scheduler_->AddReservePlugin(std::make_unique<ClassCounter>(class_usage_.get()));
+  }
   if (quotas_->enabled()) {
     const Amount capacity = Capacity(scheduler->cluster());
     for (int node = 1; node < quotas_->size(); ++node) {
@@ -301,7 +360,12 @@ std::vector<Action> Governor::Schedule(double now) {
   int preemption_attempts = 0;
   std::vector<std::tuple<Shape, Tier, const std::string*>> failed_preemptions;
   bool blocked = false;
+  int highest_waiting = -1;  // the highest tier found waiting for room so far in this pass
   for (Workload* workload : order) {
+    if (options_.strict_tiers && options_.tiers && highest_waiting > static_cast<int>(workload->spec.request.tier)) {
+      workload->wait = Wait::kStrictOrder;
+      continue;
+    }
     if (blocked) {
       workload->wait = Wait::kStrictOrder;
       continue;
@@ -364,6 +428,7 @@ std::vector<Action> Governor::Schedule(double now) {
         if (single) failed_preemptions.emplace_back(shape, workload->spec.request.tier, &workload->share_key);
       }
     }
+    if (outcome == Blocked::kNoRoom) highest_waiting = std::max(highest_waiting, static_cast<int>(workload->spec.request.tier));
     if (options_.queueing == Queueing::kStrict) {
       blocked = true;
     } else if (options_.queueing == Queueing::kBackfill && !head_ && outcome == Blocked::kNoRoom) {
@@ -481,11 +546,15 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
     double lost;  // GPU milli-seconds it has run: the work a preemption throws away
     bool reclaim;
   };
+  const bool exempt_older =
+      options_.preemption_exempt_after > 0 &&
+      (options_.preemption_escalation <= 0 || now - workload.submitted < options_.preemption_escalation);
   // Whether `other` may be preempted for this request, and how (nullopt: it may not).
   const auto candidate = [&](Workload* other) -> std::optional<Candidate> {
     if (other->state != WorkloadState::kRunning) return std::nullopt;
     const Tier tier = other->spec.request.tier;
     if ((options_.preemptible & (1U << static_cast<int>(tier))) == 0) return std::nullopt;
+    if (exempt_older && now - other->started > options_.preemption_exempt_after) return std::nullopt;
     bool reclaim = false;
     if (!(may_preempt && tier < request.tier)) {
       if (!may_reclaim || other->share_key == workload.share_key) return std::nullopt;

@@ -73,14 +73,32 @@ struct GovernorOptions {
   // Preemption searches per pass (each looks at every running workload once).
   int preemption_attempts_per_pass = 16;
   // The tiers whose workloads may be preempted (bit 1 << tier), by priority or by reclaim.
-  uint8_t preemptible = (1U << static_cast<int>(Tier::kBatch)) | (1U << static_cast<int>(Tier::kStandard));
+  uint8_t preemptible = 1U << static_cast<int>(Tier::kBatch);
   // Seconds a request waits for room to free by itself before it preempts (0: at once). On a
   // busy cluster something ends every few seconds: waiting a little spares most victims.
-  double preemption_delay = 0;
+  double preemption_delay = 30;
+  // A workload that has run longer than this many seconds is not preempted (the work a
+  // preemption throws away is bounded; 0: any may be) — unless the request has waited
+  // preemption_escalation seconds (0: never), when it may take any preemptible victim.
+  double preemption_exempt_after = 600;
+  double preemption_escalation = 120;
+  // Nothing of a lower tier starts while a request of a higher tier waits for room (it would
+  // only be preempted by it).
+  bool strict_tiers = true;
+  // Weight of the score term that keeps preemptible work with preemptible work, node by node
+  // (0: off). Below 1 it only orders nodes the policy scores alike (FGD+'s scores are whole
+  // numbers), so packing is unchanged; a tier that must preempt then finds nodes held by
+  // preemptible work alone and clears a GPU with fewer, younger victims.
+  double segregation = 0.9;
   // Before preempting, a request whose room the running workloads' expected ends free within
   // this many seconds holds that node and waits for it instead (once; 0: never waits).
-  double wait_for_room = 0;
+  double wait_for_room = 90;
 };
+
+// Every refinement off: preemption at once of any lower tier, no exemption, no waiting for
+// room, no strict tiers, no segregation — plain priority preemption as Kubernetes does it.
+// Baselines and tests start from it.
+GovernorOptions PlainPreemption();
 
 using WorkloadId = uint64_t;
 
@@ -186,6 +204,9 @@ class Governor {
  private:
   class QuotaFilter;
   class HoldFilter;
+  struct ClassUsage;
+  class SegregationScore;
+  class ClassCounter;
   struct Victims;
 
   enum class Blocked : uint8_t { kNone, kQuota, kNoRoom };
@@ -219,6 +240,7 @@ class Governor {
   GovernorOptions options_;
   FairShare fair_share_;
   HoldFilter* holds_ = nullptr;  // owned by the scheduler
+  std::unique_ptr<ClassUsage> class_usage_;  // per node, read and written by the two plugins above
   // Links `workload` into / out of a list by its slot (a workload is in one at a time).
   static void Link(std::vector<Workload*>& list, Workload* workload);
   static void Unlink(std::vector<Workload*>& list, Workload* workload);

@@ -83,6 +83,10 @@ GovernorOptions RandomOptions(Rng& rng) {
   options.preemptible = static_cast<uint8_t>(1 + rng.Uniform(7));
   options.preemption_delay = static_cast<double>(rng.Uniform(2) * 10);
   options.wait_for_room = static_cast<double>(rng.Uniform(2) * 60);
+  options.preemption_exempt_after = static_cast<double>(rng.Uniform(2) * 100);
+  options.preemption_escalation = static_cast<double>(rng.Uniform(2) * 50);
+  options.strict_tiers = rng.Uniform(2) == 0;
+  options.segregation = rng.Uniform(2) == 0 ? 0.0 : 0.9;
   return options;
 }
 

@@ -56,8 +56,21 @@ class GovernorTest : public ::testing::Test {
   std::unique_ptr<Governor> governor_;
 };
 
+// Plain preemption (governor.h) with some options changed.
+template <typename Change>
+GovernorOptions With(Change change) {
+  GovernorOptions options = PlainPreemption();
+  change(options);
+  return options;
+}
+
 GovernorOptions Fifo() {
-  return {.tiers = false, .preemption = false, .queueing = Queueing::kGreedy, .fair_share = false};
+  return With([](GovernorOptions& o) {
+    o.tiers = false;
+    o.preemption = false;
+    o.queueing = Queueing::kGreedy;
+    o.fair_share = false;
+  });
 }
 
 TEST_F(GovernorTest, GreedyStartsInOrderWhateverFits) {
@@ -74,7 +87,7 @@ TEST_F(GovernorTest, GreedyStartsInOrderWhateverFits) {
 }
 
 TEST_F(GovernorTest, StrictOrderLetsNothingOvertake) {
-  Build(1, {.tiers = false, .preemption = false, .queueing = Queueing::kStrict, .fair_share = false});
+  Build(1, With([](GovernorOptions& o) { o.tiers = false; o.preemption = false; o.queueing = Queueing::kStrict; o.fair_share = false; }));
   Submit(Job(600));
   const WorkloadId b = Submit(Job(600));
   const WorkloadId c = Submit(Job(400));
@@ -85,7 +98,7 @@ TEST_F(GovernorTest, StrictOrderLetsNothingOvertake) {
 }
 
 TEST_F(GovernorTest, HigherTiersGoFirst) {
-  Build(1, {.preemption = false, .queueing = Queueing::kGreedy, .fair_share = false});
+  Build(1, With([](GovernorOptions& o) { o.preemption = false; o.queueing = Queueing::kGreedy; o.fair_share = false; }));
   const WorkloadId batch = Submit(Job(600, Tier::kBatch));
   const WorkloadId latency = Submit(Job(600, Tier::kLatency), 1);
   EXPECT_EQ(Started(1), std::vector<WorkloadId>{latency});
@@ -93,7 +106,7 @@ TEST_F(GovernorTest, HigherTiersGoFirst) {
 }
 
 TEST_F(GovernorTest, PreemptionTakesTheLeastDisruptiveVictimsAndHoldsTheNodeUntilTheyEnd) {
-  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false});
+  Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; }));
   // GPU 0: a batch job that ran long and a standard one; GPU 1: two batch jobs, one just started.
   WorkloadSpec first = Job(500, Tier::kBatch);
   first.request.node = 0;
@@ -139,7 +152,7 @@ TEST_F(GovernorTest, PreemptionTakesTheLeastDisruptiveVictimsAndHoldsTheNodeUnti
 }
 
 TEST_F(GovernorTest, NoVictimsOfAnEqualOrHigherTier) {
-  Build(1, {.queueing = Queueing::kGreedy, .fair_share = false});
+  Build(1, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; }));
   Submit(Job(1000, Tier::kStandard));
   EXPECT_EQ(Started(0).size(), 1u);
   const WorkloadId same = Submit(Job(500, Tier::kStandard), 1);
@@ -150,7 +163,7 @@ TEST_F(GovernorTest, NoVictimsOfAnEqualOrHigherTier) {
 }
 
 TEST_F(GovernorTest, APreemptionBudgetProtectsATenantFromChurn) {
-  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false, .preemption_budget = 1, .preemption_window = 100});
+  Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.preemption_budget = 1; o.preemption_window = 100; }));
   Submit(Job(1000, Tier::kBatch, "victim"));
   Submit(Job(1000, Tier::kBatch, "victim"));
   EXPECT_EQ(Started(0).size(), 2u);
@@ -165,7 +178,7 @@ TEST_F(GovernorTest, APreemptionBudgetProtectsATenantFromChurn) {
 }
 
 TEST_F(GovernorTest, ARequestWaitsForRoomThatFreesSoonInsteadOfPreempting) {
-  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false, .wait_for_room = 60});
+  Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.wait_for_room = 60; }));
   const WorkloadId ends_soon = Submit(Job(1000, Tier::kBatch, "t", 30));
   const WorkloadId ends_late = Submit(Job(1000, Tier::kBatch, "t", 1000));
   EXPECT_EQ(Started(0).size(), 2u);
@@ -184,7 +197,7 @@ TEST_F(GovernorTest, ARequestWaitsForRoomThatFreesSoonInsteadOfPreempting) {
 }
 
 TEST_F(GovernorTest, RoomThatIsLateIsWaitedForAWhileThenTakenByPreemption) {
-  Build(1, {.queueing = Queueing::kGreedy, .fair_share = false, .wait_for_room = 60});
+  Build(1, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.wait_for_room = 60; }));
   const WorkloadId overruns = Submit(Job(1000, Tier::kBatch, "t", 30));  // says 30 s, runs on
   EXPECT_EQ(Started(0).size(), 1u);
   const WorkloadId latency = Submit(Job(1000, Tier::kLatency), 1);
@@ -199,8 +212,7 @@ TEST_F(GovernorTest, RoomThatIsLateIsWaitedForAWhileThenTakenByPreemption) {
 }
 
 TEST_F(GovernorTest, PreemptionWaitsItsDelayAndSparesTiersThatAreNotPreemptible) {
-  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false,
-            .preemptible = 1U << static_cast<int>(Tier::kBatch), .preemption_delay = 20});
+  Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.preemptible = 1U << static_cast<int>(Tier::kBatch); o.preemption_delay = 20; }));
   const WorkloadId standard = Submit(Job(1000, Tier::kStandard));
   const WorkloadId batch = Submit(Job(1000, Tier::kBatch));
   EXPECT_EQ(Started(0).size(), 2u);
@@ -218,6 +230,63 @@ TEST_F(GovernorTest, PreemptionWaitsItsDelayAndSparesTiersThatAreNotPreemptible)
   EXPECT_EQ(StateOf(standard), WorkloadState::kRunning);
 }
 
+TEST_F(GovernorTest, OldWorkIsSparedUntilTheRequestHasWaitedItsEscalation) {
+  Build(1, With([](GovernorOptions& o) {
+          o.queueing = Queueing::kGreedy;
+          o.fair_share = false;
+          o.preemption_exempt_after = 100;
+          o.preemption_escalation = 50;
+        }));
+  const WorkloadId old = Submit(Job(1000, Tier::kBatch));
+  EXPECT_EQ(Started(0).size(), 1u);
+  Submit(Job(1000, Tier::kLatency), 200);
+  std::vector<Action> others;
+  Started(200, &others);
+  Started(240, &others);
+  EXPECT_TRUE(others.empty());  // it ran 200 s: spared while the request waited < 50 s
+  Started(251, &others);
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].workload, old);
+}
+
+TEST_F(GovernorTest, StrictTiersStartNothingLowerWhileAHigherTierWaits) {
+  Build(2, With([](GovernorOptions& o) {
+          o.preemption = false;
+          o.queueing = Queueing::kGreedy;
+          o.fair_share = false;
+          o.strict_tiers = true;
+        }));
+  Submit(Job(600));
+  Submit(Job(600));
+  EXPECT_EQ(Started(0).size(), 2u);
+  const WorkloadId latency = Submit(Job(1000, Tier::kLatency), 1);
+  const WorkloadId batch = Submit(Job(300, Tier::kBatch), 1);  // would fit beside either
+  EXPECT_TRUE(Started(1).empty());
+  EXPECT_EQ(StateOf(latency), WorkloadState::kQueued);
+  EXPECT_EQ(governor_->Find(batch)->wait, Wait::kStrictOrder);
+}
+
+TEST_F(GovernorTest, SegregationPutsPreemptibleWorkBesidePreemptibleWork) {
+  // Best fit ties two half-full GPUs; the batch request joins the batch job, not the latency one.
+  Build(2, With([](GovernorOptions& o) {
+          o.preemption = false;
+          o.queueing = Queueing::kGreedy;
+          o.fair_share = false;
+          o.preemptible = 1U << static_cast<int>(Tier::kBatch);
+          o.segregation = 0.9;
+        }));
+  WorkloadSpec first = Job(500, Tier::kLatency);
+  first.request.node = 0;
+  WorkloadSpec second = Job(500, Tier::kBatch);
+  second.request.node = 1;
+  Submit(first);
+  const WorkloadId batch_on_1 = Submit(second);
+  EXPECT_EQ(Started(0).size(), 2u);
+  const WorkloadId batch = Submit(Job(500, Tier::kBatch), 1);
+  EXPECT_EQ(Started(1), std::vector<WorkloadId>{batch});
+  EXPECT_EQ(NodeOf(batch), NodeOf(batch_on_1));
+}
+
 // Two teams of 1000 milli each on two GPUs.
 QuotaTree TwoTeams() {
   Result<QuotaTree> quotas = QuotaTree::Create({{.name = "a", .nominal = Amount{0, 1000}},
@@ -227,7 +296,7 @@ QuotaTree TwoTeams() {
 }
 
 TEST_F(GovernorTest, ABorrowerIsReclaimedWhenTheOwnerWantsItsQuotaBack) {
-  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false}, TwoTeams());
+  Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; }), TwoTeams());
   const WorkloadId a1 = Submit(Job(1000, Tier::kStandard, "a"));
   const WorkloadId a2 = Submit(Job(1000, Tier::kStandard, "a"), 1);  // borrows b's idle quota
   EXPECT_EQ(Started(1).size(), 2u);
@@ -250,7 +319,7 @@ TEST_F(GovernorTest, ABorrowerIsReclaimedWhenTheOwnerWantsItsQuotaBack) {
 }
 
 TEST_F(GovernorTest, ReclaimLimitedToLowerTiersLeavesAnEqualTierBorrowerAlone) {
-  Build(2, {.queueing = Queueing::kGreedy, .fair_share = false, .reclaim = ReclaimTiers::kLower}, TwoTeams());
+  Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.reclaim = ReclaimTiers::kLower; }), TwoTeams());
   Submit(Job(1000, Tier::kStandard, "a"));
   Submit(Job(1000, Tier::kStandard, "a"), 1);
   EXPECT_EQ(Started(1).size(), 2u);
@@ -265,14 +334,14 @@ TEST_F(GovernorTest, NoTenantIsPlacedAboveItsQuotaPlusBorrowingLimit) {
   Result<QuotaTree> quotas = QuotaTree::Create(
       {{.name = "a", .nominal = Amount{0, 1000}, .borrowing_limit = Amount{0, 500}}, {.name = "b", .nominal = Amount{0, 2000}}});
   ASSERT_TRUE(quotas.ok());
-  Build(3, {.queueing = Queueing::kGreedy, .fair_share = false}, std::move(*quotas));
+  Build(3, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; }), std::move(*quotas));
   for (int i = 0; i < 6; ++i) Submit(Job(500, Tier::kStandard, "a"));
   EXPECT_EQ(Started(0).size(), 3u);
   EXPECT_EQ(governor_->quotas().Usage(governor_->quotas().LeafOf("a")), (Amount{0, 1500}));
 }
 
 TEST_F(GovernorTest, BackfillRunsShortWorkAroundABlockedRequestButNotLongWorkOnItsNodes) {
-  Build(2, {.tiers = false, .preemption = false, .queueing = Queueing::kBackfill, .fair_share = false});
+  Build(2, With([](GovernorOptions& o) { o.tiers = false; o.preemption = false; o.queueing = Queueing::kBackfill; o.fair_share = false; }));
   const WorkloadId ends_at_100 = Submit(Job(600, Tier::kStandard, "t", 100));
   const WorkloadId ends_at_500 = Submit(Job(600, Tier::kStandard, "t", 500));
   EXPECT_EQ(Started(0).size(), 2u);
@@ -315,7 +384,7 @@ TEST_F(GovernorTest, DurationsAreLearnedPerTenantAndTier) {
 }
 
 TEST_F(GovernorTest, AGangIsPlacedWholeOrNotAtAllAndExpires) {
-  Build(3, {.preemption = false, .queueing = Queueing::kGreedy, .fair_share = false, .gang_timeout = 60});
+  Build(3, With([](GovernorOptions& o) { o.preemption = false; o.queueing = Queueing::kGreedy; o.fair_share = false; o.gang_timeout = 60; }));
   const WorkloadId single = Submit(Job(600));
   EXPECT_EQ(Started(0).size(), 1u);
   WorkloadSpec gang = Job(600);
@@ -342,7 +411,7 @@ TEST_F(GovernorTest, AGangIsPlacedWholeOrNotAtAllAndExpires) {
 }
 
 TEST_F(GovernorTest, FairShareServesTheTenantThatUsedLessFirst) {
-  Build(1, {.preemption = false, .queueing = Queueing::kGreedy, .fair_share = true, .fair_share_half_life = 3600});
+  Build(1, With([](GovernorOptions& o) { o.preemption = false; o.queueing = Queueing::kGreedy; o.fair_share = true; o.fair_share_half_life = 3600; }));
   const WorkloadId heavy = Submit(Job(1000, Tier::kStandard, "heavy"));
   EXPECT_EQ(Started(0).size(), 1u);
   const WorkloadId heavy_again = Submit(Job(1000, Tier::kStandard, "heavy"), 10);
