@@ -222,6 +222,19 @@ Result<ReservationId> Scheduler::Reserve(const Decision& decision, const Request
   return id;
 }
 
+Result<ReservationId> Scheduler::Adopt(const Placement& placement, const Request& request) {
+  if (Count(placement.gpus) != request.gpu_count) {
+    return Status::InvalidArgument("the placement names " + std::to_string(Count(placement.gpus)) + " GPUs for a request of " +
+                                   std::to_string(request.gpu_count));
+  }
+  if (Status applied = cluster_.Apply(placement); !applied.ok()) return applied;
+  policy_->OnPlaced(cluster_.view(placement.node), placement);
+  for (const auto& plugin : reserve_plugins_) plugin->Reserve(request, placement);
+  const ReservationId id = next_id_++;
+  reservations_.emplace(id, Reservation{placement, request});
+  return id;
+}
+
 void Scheduler::Unreserve(ReservationId id) { (void)Free(id); }
 
 Status Scheduler::Release(ReservationId id) { return Free(id); }

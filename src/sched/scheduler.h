@@ -86,6 +86,10 @@ class Scheduler {
   // queued request asked again is the same arrival.
   Result<Decision> Decide(const Request& request, bool observe = true);
   Result<ReservationId> Reserve(const Decision& decision, const Request& request);
+  // Takes a placement that already exists (a workload found running after a restart): only the
+  // capacity must hold it — PreFilters and node filters are not asked, the plugins are told.
+  // ResourceExhausted when it does not fit.
+  Result<ReservationId> Adopt(const Placement& placement, const Request& request);
   void Unreserve(ReservationId id);
   Status Release(ReservationId id);
 

@@ -188,6 +188,68 @@ Result<WorkloadId> Governor::Submit(WorkloadSpec spec, double now) {
   return id;
 }
 
+Result<WorkloadId> Governor::Adopt(WorkloadSpec spec, NodeId node, GpuSet gpus, double started) {
+  if (Status valid = Validate(spec.request); !valid.ok()) return valid;
+  if (spec.members != 1) return Status::InvalidArgument("only a one-member workload is adopted");
+  if (node >= static_cast<NodeId>(scheduler_->cluster().node_count())) {
+    return Status::InvalidArgument("no node " + std::to_string(node));
+  }
+  Result<ReservationId> reserved = scheduler_->Adopt(MakePlacement(node, gpus, spec.request), spec.request);
+  if (!reserved.ok()) return reserved.status();
+  Workload workload;
+  workload.id = next_id_++;
+  workload.spec = std::move(spec);
+  workload.submitted = started;
+  workload.observed = true;
+  workload.share_key = FairShareKey(workload.spec.request.tenant);
+  workload.reservations = {*reserved};
+  const WorkloadId id = workload.id;
+  Workload& stored = workloads_.emplace(id, std::move(workload)).first->second;
+  fair_share_.Advance(started);
+  MarkRunning(stored, started);
+  return id;
+}
+
+Status Governor::Resize(WorkloadId id, const Request& request, double now) {
+  const auto found = workloads_.find(id);
+  if (found == workloads_.end()) return Status::NotFound("no workload " + std::to_string(id));
+  Workload& workload = found->second;
+  if (workload.state != WorkloadState::kRunning || workload.spec.members != 1) {
+    return Status::InvalidArgument("only a running one-member workload is resized");
+  }
+  if (Status valid = Validate(request); !valid.ok()) return valid;
+  const Placement old_placement = workload.placements.front();
+  const Request old_request = workload.spec.request;
+  fair_share_.Advance(now);
+  IndexNodes(&workload, /*add=*/false);
+  (void)scheduler_->Release(workload.reservations.front());
+  Request pinned = request;
+  pinned.node = static_cast<int32_t>(old_placement.node);
+  Status outcome = Status::Ok();
+  Result<ReservationId> reserved = Status::ResourceExhausted("not tried");
+  if (request.gpu_count != old_request.gpu_count) {
+    outcome = Status::InvalidArgument("a resize keeps the GPU count");
+  } else {
+    // The same GPUs: a resize never moves a running workload.
+    const Decision decision{.placed = true, .node = old_placement.node, .gpus = old_placement.gpus};
+    reserved = scheduler_->Reserve(decision, pinned);
+    if (!reserved.ok()) outcome = reserved.status();
+  }
+  if (!outcome.ok()) {
+    Result<ReservationId> back = scheduler_->Adopt(old_placement, old_request);  // it held just now
+    workload.reservations = {back.ok() ? *back : 0};
+    IndexNodes(&workload, /*add=*/true);
+    return outcome;
+  }
+  fair_share_.Allocate(workload.share_key, Amount{} - workload.Demand());
+  workload.spec.request = request;
+  workload.reservations = {*reserved};
+  workload.placements = {scheduler_->reservation(*reserved)->placement};
+  fair_share_.Allocate(workload.share_key, workload.Demand());
+  IndexNodes(&workload, /*add=*/true);
+  return Status::Ok();
+}
+
 Status Governor::Finish(WorkloadId id, double now) { return End(id, now, /*learn=*/true); }
 
 Status Governor::Cancel(WorkloadId id, double now) { return End(id, now, /*learn=*/false); }
@@ -440,19 +502,23 @@ std::vector<Action> Governor::Schedule(double now) {
   return actions;
 }
 
-void Governor::Started(Workload& workload, double now, std::vector<Action>& actions) {
+void Governor::MarkRunning(Workload& workload, double now) {
   workload.state = WorkloadState::kRunning;
   workload.started = now;
   workload.placements.clear();
   for (ReservationId reservation : workload.reservations) {
     workload.placements.push_back(scheduler_->reservation(reservation)->placement);
   }
-  Unlink(queue_, &workload);
   Link(running_, &workload);
   IndexNodes(&workload, /*add=*/true);
+  fair_share_.Allocate(workload.share_key, workload.Demand());
+}
+
+void Governor::Started(Workload& workload, double now, std::vector<Action>& actions) {
+  Unlink(queue_, &workload);
+  MarkRunning(workload, now);
   ++counters_.started;
   if (head_) ++counters_.backfilled;
-  fair_share_.Allocate(workload.share_key, workload.Demand());
   actions.push_back({Action::Kind::kStart, workload.id, 0, ""});
 }
 

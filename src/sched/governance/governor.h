@@ -169,6 +169,13 @@ class Governor {
 
   // InvalidArgument for an invalid request, members outside 1..64, a negative duration.
   Result<WorkloadId> Submit(WorkloadSpec spec, double now);
+  // A workload already running on `node` (found after a restart): adopted as started at
+  // `started`, whatever the quotas and filters say now (they held when it was placed).
+  // ResourceExhausted when the node's capacity cannot hold it.
+  Result<WorkloadId> Adopt(WorkloadSpec spec, NodeId node, GpuSet gpus, double started);
+  // Changes a running one-member workload's request in place (same node and GPUs): Ok when the
+  // node, its filters and the quotas take the new size; else nothing changes.
+  Status Resize(WorkloadId id, const Request& request, double now);
   // The workload ended — finished, failed, or a victim that is gone — or left the queue: its
   // placements are given back. A run that ended normally teaches its tenant's estimate.
   Status Finish(WorkloadId id, double now);
@@ -214,6 +221,8 @@ class Governor {
   std::vector<Workload*> Ordered();
   Blocked TryPlace(Workload& workload);
   void Started(Workload& workload, double now, std::vector<Action>& actions);
+  // Running from `now` on its reservations: the running list, the node index, fair share.
+  void MarkRunning(Workload& workload, double now);
   bool TryPreempt(Workload& workload, double now, std::vector<Action>& actions);
   std::optional<Victims> FindVictims(const Workload& workload, double now);
   std::optional<BackfillReservation> ReserveFor(const Workload& workload, double now);

@@ -421,6 +421,41 @@ TEST_F(GovernorTest, FairShareServesTheTenantThatUsedLessFirst) {
   EXPECT_EQ(StateOf(heavy_again), WorkloadState::kQueued);
 }
 
+TEST_F(GovernorTest, AdoptedWorkloadsHoldTheirRoomWhateverTheQuotasSayNow) {
+  Result<QuotaTree> quotas = QuotaTree::Create({{.name = "a", .nominal = Amount{0, 100}, .borrowing_limit = Amount{}}});
+  ASSERT_TRUE(quotas.ok());
+  Build(2, Fifo(), std::move(*quotas));
+  Result<WorkloadId> adopted = governor_->Adopt(Job(800, Tier::kStandard, "a"), 1, GpuBit(0), 5);
+  ASSERT_TRUE(adopted.ok()) << adopted.status().message();
+  EXPECT_EQ(StateOf(*adopted), WorkloadState::kRunning);
+  EXPECT_EQ(NodeOf(*adopted), 1u);
+  EXPECT_EQ(governor_->quotas().Usage(governor_->quotas().LeafOf("a")), (Amount{0, 800}));  // above its quota
+  EXPECT_EQ(governor_->Adopt(Job(300, Tier::kStandard, "a"), 1, GpuBit(0), 5).status().code(),
+            StatusCode::kResourceExhausted);  // 800 + 300 > one GPU
+  EXPECT_EQ(governor_->Adopt(Job(100), 7, GpuBit(0), 5).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(governor_->Finish(*adopted, 50).ok());
+  EXPECT_EQ(scheduler_->reservation_count(), 0u);
+}
+
+TEST_F(GovernorTest, AResizeStaysOnItsGpuAndChangesNothingWhenItDoesNotFit) {
+  Build(1, Fifo());
+  const WorkloadId first = Submit(Job(400));
+  const WorkloadId second = Submit(Job(400));
+  EXPECT_EQ(Started(0).size(), 2u);
+  Request bigger = Job(700).request;
+  EXPECT_EQ(governor_->Resize(first, bigger, 1).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(governor_->Find(first)->spec.request.gpu_milli, 400);
+  EXPECT_EQ(scheduler_->cluster().used_gpu_milli(), 800);
+  Request fits = Job(550).request;
+  ASSERT_TRUE(governor_->Resize(first, fits, 2).ok());
+  EXPECT_EQ(governor_->Find(first)->spec.request.gpu_milli, 550);
+  EXPECT_EQ(scheduler_->cluster().used_gpu_milli(), 950);
+  ASSERT_TRUE(governor_->Finish(second, 3).ok());
+  ASSERT_TRUE(governor_->Resize(first, bigger, 4).ok());
+  EXPECT_EQ(scheduler_->cluster().used_gpu_milli(), 700);
+  EXPECT_EQ(governor_->Resize(99, bigger, 4).code(), StatusCode::kNotFound);
+}
+
 TEST_F(GovernorTest, BadSubmissionsAreRefused) {
   Build(1, Fifo());
   WorkloadSpec spec = Job(100);
