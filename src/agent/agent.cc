@@ -24,7 +24,6 @@
 #include "agent/membership.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
-#include "agent/sched_placer.h"
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
 #include "agent/store.h"
@@ -216,12 +215,12 @@ int RunAgent(const AgentOptions& options) {
     if (Status boards = PrepareBoards(compute_dir, *gpus); !boards.ok()) return Fail(boards.message());
   }
   UsageReader busy(compute_dir);
-  Result<SchedPlacer> placer = SchedPlacer::Create(options.policy);
-  if (!placer.ok()) return Fail("--policy: " + placer.status().message());
+  Governance governance = config->governance;
+  governance.policy = options.policy;
+  if (Status valid = ValidateGovernance(governance); !valid.ok()) return Fail("--policy: " + valid.message());
   SliceService slices(
       store->get(), *gpus, *state_dir + "/slices", [&busy](const SliceRecord& slice) { return busy.BusyNs(slice); },
-      [&placer](const std::vector<GpuRoom>& rooms, const std::vector<SliceRecord>& held, uint64_t memory,
-                uint32_t share) { return placer->Choose(rooms, held, memory, share); });
+      governance);
   slices.SetMembership(MakeMembership(*state_dir));
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
   slices.SetUsageRetention(config->usage_retention_ms);
@@ -262,7 +261,7 @@ int RunAgent(const AgentOptions& options) {
   const std::string socket = options.socket.empty() ? *state_dir + "/agent.sock" : options.socket;
   if (Status listening = server.ListenUnix(socket, 0666); !listening.ok()) return Fail(listening.message());
   if (Status started = server.Start(); !started.ok()) return Fail(started.message());
-  std::cout << "fgpu agent: placement policy " << placer->policy() << "; " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "
+  std::cout << "fgpu agent: placement policy " << slices.policy() << "; " << gpus->size() << " GPU(s), " << slices.List().size() << " slice(s) restored; serving "
             << where << "unix:" << socket << (sealed_boards ? "; compute boards on " + node->config.board_socket : "")
             << std::endl;
 

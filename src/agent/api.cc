@@ -299,6 +299,8 @@ net::HttpResponse Api::Route(const net::HttpRequest& request, const Caller& call
   if (path == "/v1/health") return method == "GET" ? Health() : Error(405, "use GET");
   if (path == "/v1/usage") return method == "GET" ? Usage(request, caller) : Error(405, "use GET");
   if (path == "/v1/gpus") return method == "GET" ? ListGpus() : Error(405, "use GET");
+  if (path == "/v1/queue") return method == "GET" ? ListQueue(caller) : Error(405, "use GET");
+  if (path == "/v1/quotas") return method == "GET" ? ListQuotas() : Error(405, "use GET");
   const std::string gpus = "/v1/gpus/";
   if (path.rfind(gpus, 0) == 0 && path.size() > gpus.size() && path.find('/', gpus.size()) == std::string::npos) {
     return method == "PUT" ? SetGpuMode(request, caller, path.substr(gpus.size())) : Error(405, "use PUT");
@@ -400,6 +402,30 @@ net::HttpResponse Api::ListGpus() {
                             room.gpu.minor});
   }
   return Json(200, api::ToJson(gpus));
+}
+
+// The queue as the Governor orders it, each with why it waits. Anyone who may read the API sees
+// it (as the slice list); a ticket's first characters only to its owner and admins.
+net::HttpResponse Api::ListQueue(const Caller& caller) {
+  std::vector<api::QueueItem> items;
+  for (const QueueEntry& entry : slices_->Queue()) {
+    SliceRecord as_owned;
+    as_owned.owner_uid = entry.owner_uid;
+    const bool own = access_->MayManage(caller, as_owned).ok();
+    items.push_back({entry.position, own ? entry.ticket_tag : std::string(), entry.owner_uid, entry.memory_bytes,
+                     entry.compute_share, std::string(slice::ToString(entry.tier)), entry.tenant, entry.waited_ms,
+                     entry.reason});
+  }
+  return Json(200, api::ToJson(items));
+}
+
+net::HttpResponse Api::ListQuotas() {
+  std::vector<api::Quota> quotas;
+  for (const QuotaUsage& quota : slices_->Quotas()) {
+    quotas.push_back({quota.name, quota.parent, quota.memory_used, quota.memory_nominal, quota.memory_limit,
+                      quota.compute_used, quota.compute_nominal, quota.compute_limit});
+  }
+  return Json(200, api::ToJson(quotas));
 }
 
 // {"exclusive": true|false}: the switch that takes a GPU out of sharing (no new placements).

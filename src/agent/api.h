@@ -101,6 +101,8 @@ class Api {
   net::HttpResponse Answer(const net::HttpRequest& request);
   net::HttpResponse Route(const net::HttpRequest& request, const Caller& caller);
   net::HttpResponse Health();
+  net::HttpResponse ListQueue(const Caller& caller);
+  net::HttpResponse ListQuotas();
   net::HttpResponse ListGpus();
   net::HttpResponse SetGpuMode(const net::HttpRequest& request, const Caller& caller, const std::string& gpu);
   net::HttpResponse ListSlices(const net::HttpRequest& request, const Caller& caller);

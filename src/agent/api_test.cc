@@ -326,6 +326,23 @@ TEST_F(ApiTest, WaitersQueueInOrderAndArePlacedWhenRoomFrees) {
   EXPECT_EQ(Call("GET", "/v1/queue/" + ticket1).status, 404) << "a ticket is spent once its slice is collected";
 }
 
+TEST_F(ApiTest, TheQueueIsListedWithWhyEachWaitsAndQuotasAreEmptyWithoutQuotas) {
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(Call("POST", "/v1/slices", R"({"memory":"80GiB"})").status, 201);
+  const net::HttpResponse waiting = Call("POST", "/v1/slices", R"({"memory":"60GiB","wait":true,"tenant":"team-a"})");
+  ASSERT_EQ(waiting.status, 202) << waiting.body;
+  const std::string ticket = json::parse(waiting.body)["ticket"];
+  const json queue = json::parse(Call("GET", "/v1/queue", "", 2000).body);
+  ASSERT_EQ(queue.size(), 1u) << queue.dump();
+  EXPECT_EQ(queue[0]["position"], 1);
+  EXPECT_EQ(queue[0]["tenant"], "team-a");
+  EXPECT_EQ(queue[0]["memory_bytes"], 60 * kGiB);
+  EXPECT_EQ(queue[0]["reason"], "no node fits");
+  EXPECT_EQ(queue[0]["ticket"], "") << "another user sees no part of the ticket";
+  EXPECT_EQ(json::parse(Call("GET", "/v1/queue").body)[0]["ticket"], ticket.substr(0, 9));
+  EXPECT_EQ(Call("GET", "/v1/quotas").body, "[]");
+  EXPECT_EQ(Call("POST", "/v1/queue").status, 405);
+}
+
 TEST_F(ApiTest, WaitingAndReleaseOnExitNeedAKnownPeer) {
   net::HttpRequest request;
   request.method = "POST";

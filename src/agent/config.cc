@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -195,6 +196,148 @@ Status ParseAccess(const json& object, const std::string& where, AccessPolicy* a
                       [&](const json& v) { return ParseRules(v, where + ".groups", access->defaults, &access->groups); }}});
 }
 
+Status NonNegativeSeconds(const json& value, double* seconds) {
+  if (!value.is_number() || value.get<double>() < 0) return Status::InvalidArgument("a number of seconds >= 0");
+  *seconds = value.get<double>();
+  return Status::Ok();
+}
+
+Status Flag(const json& value, bool* flag) {
+  if (!value.is_boolean()) return Status::InvalidArgument("true or false");
+  *flag = value.get<bool>();
+  return Status::Ok();
+}
+
+Status Bytes(const json& value, int64_t* bytes) {
+  Result<uint64_t> parsed =
+      value.is_string() ? ParseByteSize(value.get<std::string>()) : Result<uint64_t>(Status::InvalidArgument("a size"));
+  if (!parsed.ok()) return Status::InvalidArgument("a size such as \"40GiB\"");
+  *bytes = static_cast<int64_t>(std::min<uint64_t>(*parsed, static_cast<uint64_t>(sched::kUnlimited)));
+  return Status::Ok();
+}
+
+// Compute as percent of one GPU (300: three GPUs), kept in milli-GPU.
+Status Percent(const json& value, int64_t* milli) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 100'000'000) {
+    return Status::InvalidArgument("an integer percent of one GPU >= 0 (300: three GPUs)");
+  }
+  *milli = value.get<int64_t>() * 10;
+  return Status::Ok();
+}
+
+Status ParseQuota(const json& object, const std::string& where, sched::QuotaSpec* quota) {
+  quota->nominal = sched::Amount{};
+  Status status = ReadObject(
+      object, where,
+      {{"name",
+        [&](const json& v) {
+          if (!v.is_string() || v.get<std::string>().empty()) return Status::InvalidArgument("a name");
+          quota->name = v.get<std::string>();
+          return Status::Ok();
+        }},
+       {"parent",
+        [&](const json& v) {
+          if (!v.is_string()) return Status::InvalidArgument("a quota's name");
+          quota->parent = v.get<std::string>();
+          return Status::Ok();
+        }},
+       {"memory", [&](const json& v) { return Bytes(v, &quota->nominal->gpu_memory_bytes); }},
+       {"compute", [&](const json& v) { return Percent(v, &quota->nominal->gpu_milli); }},
+       {"borrowing_memory", [&](const json& v) { return Bytes(v, &quota->borrowing_limit.gpu_memory_bytes); }},
+       {"borrowing_compute", [&](const json& v) { return Percent(v, &quota->borrowing_limit.gpu_milli); }},
+       {"lending_memory", [&](const json& v) { return Bytes(v, &quota->lending_limit.gpu_memory_bytes); }},
+       {"lending_compute", [&](const json& v) { return Percent(v, &quota->lending_limit.gpu_milli); }}});
+  if (!status.ok()) return status;
+  if (quota->name.empty()) return Status::InvalidArgument(where + ": a quota needs a name");
+  return Status::Ok();
+}
+
+Status ParseGovernance(const json& object, const std::string& where, Governance* governance) {
+  sched::GovernorOptions& options = governance->options;
+  Status status = ReadObject(
+      object, where,
+      {{"queueing",
+        [&](const json& v) {
+          if (v == "backfill") options.queueing = sched::Queueing::kBackfill;
+          else if (v == "greedy") options.queueing = sched::Queueing::kGreedy;
+          else if (v == "strict") options.queueing = sched::Queueing::kStrict;
+          else return Status::InvalidArgument("\"backfill\", \"greedy\" or \"strict\"");
+          return Status::Ok();
+        }},
+       {"tiers", [&](const json& v) { return Flag(v, &options.tiers); }},
+       {"strict_tiers", [&](const json& v) { return Flag(v, &options.strict_tiers); }},
+       {"preemption", [&](const json& v) { return Flag(v, &options.preemption); }},
+       {"preemptible_tiers",
+        [&](const json& v) {
+          std::vector<std::string> names;
+          if (Status listed = Strings(v, &names); !listed.ok()) return listed;
+          options.preemptible = 0;
+          for (const std::string& name : names) {
+            Result<slice::Tier> tier = slice::ParseTier(name);
+            if (!tier.ok() || *tier == slice::Tier::kLatency) return Status::InvalidArgument("tiers among batch, standard");
+            options.preemptible |= static_cast<uint8_t>(1U << (*tier == slice::Tier::kBatch ? 0 : 1));
+          }
+          return Status::Ok();
+        }},
+       {"preemption_delay_s", [&](const json& v) { return NonNegativeSeconds(v, &options.preemption_delay); }},
+       {"preemption_exempt_after_s", [&](const json& v) { return NonNegativeSeconds(v, &options.preemption_exempt_after); }},
+       {"preemption_escalation_s", [&](const json& v) { return NonNegativeSeconds(v, &options.preemption_escalation); }},
+       {"wait_for_room_s", [&](const json& v) { return NonNegativeSeconds(v, &options.wait_for_room); }},
+       {"preemption_budget",
+        [&](const json& v) {
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1'000'000) {
+            return Status::InvalidArgument("an integer >= 0 (0: no limit)");
+          }
+          options.preemption_budget = static_cast<int>(v.get<int64_t>());
+          return Status::Ok();
+        }},
+       {"preemption_window_s", [&](const json& v) { return NonNegativeSeconds(v, &options.preemption_window); }},
+       {"reclaim",
+        [&](const json& v) {
+          if (v == "none") options.reclaim = sched::ReclaimTiers::kNone;
+          else if (v == "lower") options.reclaim = sched::ReclaimTiers::kLower;
+          else if (v == "lower_or_equal") options.reclaim = sched::ReclaimTiers::kLowerOrEqual;
+          else return Status::InvalidArgument("\"none\", \"lower\" or \"lower_or_equal\"");
+          return Status::Ok();
+        }},
+       {"fair_share", [&](const json& v) { return Flag(v, &options.fair_share); }},
+       {"fair_share_half_life_h",
+        [&](const json& v) {
+          if (!v.is_number() || v.get<double>() <= 0) return Status::InvalidArgument("a number of hours > 0");
+          options.fair_share_half_life = v.get<double>() * 3600;
+          return Status::Ok();
+        }},
+       {"default_duration_s", [&](const json& v) { return NonNegativeSeconds(v, &options.default_duration); }},
+       {"gang_timeout_s", [&](const json& v) { return NonNegativeSeconds(v, &options.gang_timeout); }},
+       {"segregation",
+        [&](const json& v) {
+          if (!v.is_number() || v.get<double>() < 0) return Status::InvalidArgument("a weight >= 0");
+          options.segregation = v.get<double>();
+          return Status::Ok();
+        }},
+       {"quotas",
+        [&](const json& v) {
+          if (!v.is_array()) return Status::InvalidArgument("a list of quotas");
+          governance->quotas.clear();
+          for (size_t i = 0; i < v.size(); ++i) {
+            sched::QuotaSpec quota;
+            if (Status parsed = ParseQuota(v[i], where + ".quotas[" + std::to_string(i) + "]", &quota); !parsed.ok()) {
+              return parsed;
+            }
+            governance->quotas.push_back(std::move(quota));
+          }
+          return Status::Ok();
+        }},
+       {"default_quota", [&](const json& v) {
+          if (!v.is_string()) return Status::InvalidArgument("a leaf quota's name");
+          governance->default_quota = v.get<std::string>();
+          return Status::Ok();
+        }}});
+  if (!status.ok()) return status;
+  if (Status valid = ValidateGovernance(*governance); !valid.ok()) return Status::InvalidArgument(where + ": " + valid.message());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<AgentConfig> LoadConfig(const std::string& path) {
@@ -207,6 +350,7 @@ Result<AgentConfig> LoadConfig(const std::string& path) {
   Status status = ReadObject(
       root, path,
       {{"stop_loss", [&](const json& v) { return ParseStopLoss(v, path + ".stop_loss", &config.stop_loss); }},
+       {"governance", [&](const json& v) { return ParseGovernance(v, path + ".governance", &config.governance); }},
        {"access", [&](const json& v) { return ParseAccess(v, path + ".access", &config.access); }},
        {"usage_retention_days", [&](const json& v) {
           if (!v.is_number() || v.get<double>() < 0) return Status::InvalidArgument("a number of days >= 0 (0: keep all)");

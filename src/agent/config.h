@@ -16,6 +16,7 @@
 
 #include "agent/access.h"
 #include "agent/log.h"
+#include "agent/slice_service.h"
 #include "agent/stop_loss.h"
 #include "core/status.h"
 
@@ -27,6 +28,8 @@ struct AgentConfig {
   // Usage records that ended longer ago than this are deleted (each accounting pass); 0: kept.
   int64_t usage_retention_ms = int64_t{400} * 24 * 3600 * 1000;
   LogLevel log_level = LogLevel::kInfo;  // the event log's (log.h); --log-level overrides it
+  // Placement, queueing, preemption and quotas (docs/governance.md); the policy is --policy's.
+  Governance governance;
 };
 
 Result<AgentConfig> LoadConfig(const std::string& path);

@@ -43,7 +43,8 @@ TEST(DashboardTest, OnlyGetIsAllowed) {
 
 TEST(DashboardTest, HasTheElementsTheE2eTestAndTheScriptRelyOn) {
   const std::string page(DashboardHtml());
-  for (const char* id : {"status", "error", "gpus", "slices-table", "slices-body", "slices-empty", "plots",
+  for (const char* id : {"status", "error", "gpus", "slices-table", "slices-body", "slices-empty", "queue-body",
+                         "queue-empty", "quotas-section", "quotas-body", "plots",
                          "plots-empty", "tenants-table", "tenants-body", "tenants-empty"}) {
     EXPECT_NE(page.find("id=\"" + std::string(id) + "\""), std::string::npos) << id;
   }

@@ -15,6 +15,7 @@
 #include "agent/log.h"
 #include "agent/processes.h"
 #include "core/units.h"
+#include "sched/policies/registry.h"
 #include "slice/compute_spec.h"
 #include "slice/process_liveness.h"
 #include "slice/slice_files.h"
@@ -27,7 +28,7 @@ int64_t UnixMs() {
       .count();
 }
 
-slice::SliceSpec SpecOf(const SliceRecord& record) {
+slice::SliceSpec SliceSpecOf(const SliceRecord& record) {
   slice::SliceSpec spec;
   spec.id = record.id;
   spec.devices.push_back({.uuid = record.gpu_uuid,
@@ -95,20 +96,170 @@ LogFields SliceFields(const SliceRecord& record) {
 // A ticket's first 8 characters: enough to follow it through the log, never the whole secret.
 std::string TicketTag(const std::string& ticket) { return ticket.substr(0, 9); }
 
-bool Fits(const GpuRoom& room, uint64_t memory, uint32_t share) {
-  return !room.exclusive && room.fenced.empty() && room.memory_reserved + memory <= room.gpu.memory_total && room.compute_reserved + share <= 100 &&
-         (room.max_slices == 0 || room.slices < room.max_slices);
+}  // namespace
+
+// The board rows: a GPU holding max_slices slices takes no more (each slice needs a row of its
+// compute board). Counts what is reserved per node; the limit changes through Touch.
+class SliceService::SliceRows final : public sched::FilterPlugin, public sched::ReservePlugin {
+ public:
+  SliceRows(std::shared_ptr<std::vector<int>> rows, const int* most) : rows_(std::move(rows)), most_(most) {}
+  std::string_view name() const override { return "BoardRows"; }
+  bool Filter(const sched::NodeView& node, const sched::Request& /*request*/) const override {
+    return *most_ == 0 || (*rows_)[node.id] < *most_;
+  }
+  void Reserve(const sched::Request& /*request*/, const sched::Placement& placement) override {
+    ++(*rows_)[placement.node];
+  }
+  void Unreserve(const sched::Request& /*request*/, const sched::Placement& placement) override {
+    --(*rows_)[placement.node];
+  }
+
+ private:
+  std::shared_ptr<std::vector<int>> rows_;
+  const int* most_;
+};
+
+namespace {
+
+// A filter and a reserve plugin that share one object: the scheduler owns each through its own
+// handle, both forwarding to the object the service keeps.
+class RowsFilter final : public sched::FilterPlugin {
+ public:
+  explicit RowsFilter(std::shared_ptr<sched::FilterPlugin> inner) : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  bool Filter(const sched::NodeView& node, const sched::Request& request) const override {
+    return inner_->Filter(node, request);
+  }
+
+ private:
+  std::shared_ptr<sched::FilterPlugin> inner_;
+};
+
+class RowsCounter final : public sched::ReservePlugin {
+ public:
+  explicit RowsCounter(std::shared_ptr<sched::ReservePlugin> inner) : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  void Reserve(const sched::Request& request, const sched::Placement& placement) override {
+    inner_->Reserve(request, placement);
+  }
+  void Unreserve(const sched::Request& request, const sched::Placement& placement) override {
+    inner_->Unreserve(request, placement);
+  }
+
+ private:
+  std::shared_ptr<sched::ReservePlugin> inner_;
+};
+
+constexpr int64_t kUnmodelled = int64_t{1} << 40;  // host CPU and RAM: not the agent's concern
+
+sched::Tier TierOf(slice::Tier tier) {
+  switch (tier) {
+    case slice::Tier::kBatch:
+      return sched::Tier::kBatch;
+    case slice::Tier::kLatency:
+      return sched::Tier::kLatency;
+    case slice::Tier::kStandard:
+      break;
+  }
+  return sched::Tier::kStandard;
 }
 
 }  // namespace
 
+Status ValidateGovernance(const Governance& governance) {
+  if (Result<std::string_view> policy = sched::CanonicalPolicyName(governance.policy); !policy.ok()) {
+    return policy.status();
+  }
+  if (governance.quotas.empty()) return Status::Ok();
+  return sched::QuotaTree::Create(governance.quotas, {.capacity = std::nullopt, .default_leaf = governance.default_quota})
+      .status();
+}
+
 SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy,
-                           Placer placer)
-    : store_(store),
-      busy_(std::move(busy)),
-      placer_(std::move(placer)),
-      gpus_(std::move(gpus)),
-      slices_dir_(std::move(slices_dir)) {}
+                           Governance governance)
+    : store_(store), busy_(std::move(busy)), gpus_(std::move(gpus)), slices_dir_(std::move(slices_dir)) {
+  if (Status valid = ValidateGovernance(governance); !valid.ok()) {
+    Log(LogLevel::kError, "governance", {{"reason", valid.message() + " (the defaults are used)"}});
+    governance = Governance{};
+  }
+  sched::ModelTable models;
+  const int model = *models.Intern("GPU");
+  std::vector<sched::NodeSpec> nodes;
+  for (const GpuState& gpu : gpus_) {
+    nodes.push_back({gpu.uuid, kUnmodelled, kUnmodelled, model, 1, static_cast<int64_t>(gpu.memory_total)});
+  }
+  Result<sched::Cluster> cluster = sched::Cluster::Create(std::move(models), std::move(nodes));
+  if (!cluster.ok()) {  // two GPUs with one UUID: model none, place nothing
+    Log(LogLevel::kError, "governance", {{"reason", cluster.status().message()}});
+    cluster = sched::Cluster::Create({}, {});
+  }
+  policy_ = std::string(*sched::CanonicalPolicyName(governance.policy));
+  // Fragmentation-aware policies measure against whole-GPU and half-GPU slices until they learn
+  // the machine's mix (FGD+ observes every request).
+  std::vector<sched::Request> typical(2);
+  for (sched::Request& request : typical) request.gpu_count = 1;
+  typical[0].gpu_milli = sched::kMilliPerGpu;
+  typical[1].gpu_milli = sched::kMilliPerGpu / 2;
+  Result<std::unique_ptr<sched::Policy>> policy =
+      sched::MakePolicy(policy_, {sched::TargetWorkload::MostFrequent(typical, 1.0)});
+  scheduler_ = std::make_unique<sched::Scheduler>(std::move(*cluster), std::move(*policy));
+  slice_rows_ = std::make_shared<std::vector<int>>(gpus_.size(), 0);
+  auto rows = std::make_shared<SliceRows>(slice_rows_, &max_slices_per_gpu_);
+  scheduler_->AddFilter(std::make_unique<RowsFilter>(rows));
+  scheduler_->AddReservePlugin(std::make_unique<RowsCounter>(rows));
+  Result<sched::QuotaTree> quotas =
+      governance.quotas.empty()
+          ? Result<sched::QuotaTree>(sched::QuotaTree{})
+          : sched::QuotaTree::Create(governance.quotas, {.capacity = std::nullopt, .default_leaf = governance.default_quota});
+  governor_ = std::make_unique<sched::Governor>(scheduler_.get(), std::move(*quotas), governance.options);
+}
+
+SliceService::~SliceService() = default;
+
+double SliceService::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+int SliceService::NodeOf(const std::string& uuid) const {
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    if (gpus_[i].uuid == uuid) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void SliceService::CordonLocked(const std::string& uuid) {
+  const int node = NodeOf(uuid);
+  if (node < 0) return;
+  const bool cordoned = exclusive_.count(uuid) != 0 || fenced_.count(uuid) != 0;
+  (void)scheduler_->SetCordoned(static_cast<sched::NodeId>(node), cordoned);
+}
+
+uint32_t SliceService::ShareOf(const CreateRequest& request) const {
+  if (request.compute_share) return *request.compute_share;
+  // In proportion to the memory asked, of the named GPU (else the first: a machine's GPUs are
+  // alike), at least 1 %.
+  uint64_t total = gpus_.empty() ? 1 : gpus_.front().memory_total;
+  if (request.gpu) {
+    if (Result<const GpuState*> named = NamedGpu(*request.gpu); named.ok()) total = (*named)->memory_total;
+  }
+  total = std::max<uint64_t>(total, 1);
+  const uint64_t most = std::clamp<uint32_t>(request.max_share, 1, 100);
+  return static_cast<uint32_t>(std::clamp<uint64_t>((request.memory_bytes * 100 + total - 1) / total, 1, most));
+}
+
+sched::WorkloadSpec SliceService::SpecOf(const CreateRequest& request, bool may_preempt) const {
+  sched::WorkloadSpec spec;
+  spec.request.gpu_count = 1;
+  spec.request.gpu_milli = static_cast<int32_t>(ShareOf(request) * 10);
+  spec.request.gpu_memory_bytes = static_cast<int64_t>(request.memory_bytes);
+  spec.request.tier = TierOf(request.tier);
+  spec.request.tenant = request.tenant;
+  if (request.gpu) {
+    if (Result<const GpuState*> named = NamedGpu(*request.gpu); named.ok()) spec.request.node = NodeOf((*named)->uuid);
+  }
+  spec.may_preempt = may_preempt;
+  return spec;
+}
 
 Status SliceService::Account(int64_t now_unix_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -209,6 +360,29 @@ Status SliceService::Restore() {
     fields.emplace_back("directory", "recreated (it was missing or unreadable)");
     Log(LogLevel::kWarn, "restore", fields);
   }
+  // The engine learns what runs where; a stored slice that no longer fits its GPU's model (it
+  // shrank, or a configuration changed) keeps running but is not modelled, loudly.
+  const int64_t now_ms = UnixMs();
+  for (const SliceRecord& record : slices_) {
+    const int node = NodeOf(record.gpu_uuid);
+    CreateRequest as_asked;
+    as_asked.memory_bytes = record.memory_bytes;
+    as_asked.compute_share = record.compute_share;
+    as_asked.tier = record.tier;
+    as_asked.tenant = record.tenant;
+    const double age = static_cast<double>(std::max<int64_t>(0, now_ms - record.created_unix_ms)) / 1000;
+    Result<sched::WorkloadId> adopted =
+        node < 0 ? Result<sched::WorkloadId>(Status::NotFound("its GPU is not on this machine"))
+                 : governor_->Adopt(SpecOf(as_asked, false), static_cast<sched::NodeId>(node), sched::GpuBit(0), Now() - age);
+    if (!adopted.ok()) {
+      Log(LogLevel::kError, "restore",
+          {{"slice", record.id}, {"reason", "not placed in the engine: " + adopted.status().message()}});
+      continue;
+    }
+    workload_of_[record.id] = *adopted;
+    slice_of_[*adopted] = record.id;
+  }
+  for (const std::string& uuid : exclusive_) CordonLocked(uuid);
   const int orphans = RemoveOrphans();
   Log(LogLevel::kInfo, "restored",
       {{"slices", std::to_string(slices_.size())},
@@ -277,8 +451,9 @@ Status SliceService::SetExclusive(const std::string& gpu, bool exclusive) {
     exclusive_.insert((*named)->uuid);
   } else {
     exclusive_.erase((*named)->uuid);
-    PlaceQueuedLocked();
   }
+  CordonLocked((*named)->uuid);
+  if (!exclusive) ScheduleLocked();
   return Status::Ok();
 }
 
@@ -288,23 +463,58 @@ Status SliceService::SetFenced(const std::string& gpu, const std::string& why) {
   if (!named.ok()) return named.status();
   if (!why.empty()) {
     fenced_[(*named)->uuid] = why;
+    CordonLocked((*named)->uuid);
   } else if (fenced_.erase((*named)->uuid) != 0) {
-    PlaceQueuedLocked();
+    CordonLocked((*named)->uuid);
+    ScheduleLocked();
   }
   return Status::Ok();
 }
 
 int SliceService::QueueLength() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int>(std::count_if(queue_.begin(), queue_.end(), [](const Queued& q) { return !q.placed; }));
+  return static_cast<int>(std::count_if(queue_.begin(), queue_.end(), [](const Queued& q) { return q.workload != 0; }));
 }
 
-std::optional<CreateRequest> SliceService::QueueHead() const {
+std::vector<QueueEntry> SliceService::Queue() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const Queued& entry : queue_) {
-    if (!entry.placed) return entry.request;
+  std::vector<QueueEntry> entries;
+  const auto now = std::chrono::steady_clock::now();
+  int position = 0;
+  for (sched::WorkloadId id : governor_->QueueOrder()) {
+    const auto entry = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.workload == id; });
+    const sched::Workload* workload = governor_->Find(id);
+    if (entry == queue_.end() || workload == nullptr) continue;
+    entries.push_back({TicketTag(entry->ticket), ++position,
+                       entry->request.owner ? static_cast<int64_t>(*entry->request.owner) : static_cast<int64_t>(entry->peer.uid),
+                       entry->request.memory_bytes, entry->request.compute_share, entry->request.tier, entry->request.tenant,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(now - entry->queued_at).count(),
+                       governor_->WhyWaiting(*workload)});
   }
-  return std::nullopt;
+  return entries;
+}
+
+std::vector<QuotaUsage> SliceService::Quotas() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<QuotaUsage> quotas;
+  const sched::QuotaTree& tree = governor_->quotas();
+  const auto percent = [](int64_t milli) { return static_cast<uint32_t>(std::clamp<int64_t>(milli / 10, 0, UINT32_MAX)); };
+  const auto bytes = [](int64_t value) { return static_cast<uint64_t>(std::max<int64_t>(0, value)); };
+  for (int node = 1; tree.enabled() && node < tree.size(); ++node) {
+    const sched::Amount used = tree.Usage(node);
+    const sched::Amount nominal = tree.Nominal(node);
+    const sched::Amount limit = {std::min(sched::kUnlimited, nominal.gpu_memory_bytes + tree.BorrowingLimit(node).gpu_memory_bytes),
+                                 std::min(sched::kUnlimited, nominal.gpu_milli + tree.BorrowingLimit(node).gpu_milli)};
+    quotas.push_back({tree.Name(node), tree.Parent(node) == sched::QuotaTree::kRoot ? "" : tree.Name(tree.Parent(node)),
+                      bytes(used.gpu_memory_bytes), bytes(nominal.gpu_memory_bytes), bytes(limit.gpu_memory_bytes),
+                      percent(used.gpu_milli), percent(nominal.gpu_milli), percent(limit.gpu_milli)});
+  }
+  return quotas;
+}
+
+std::vector<Preemption> SliceService::TakePreemptions() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(preemptions_, {});
 }
 
 std::vector<GpuRoom> SliceService::Rooms() const {
@@ -317,71 +527,6 @@ Result<const GpuState*> SliceService::NamedGpu(const std::string& selector) cons
     if (gpu.uuid == selector || std::to_string(gpu.index) == selector) return &gpu;
   }
   return Status::NotFound("no GPU '" + selector + "' on this machine");
-}
-
-Result<std::pair<std::string, uint32_t>> SliceService::Place(const CreateRequest& request) const {
-  const auto share_on = [&](const GpuRoom& room) -> uint32_t {
-    if (request.compute_share) return *request.compute_share;
-    const uint64_t total = std::max<uint64_t>(room.gpu.memory_total, 1);
-    const uint64_t most = std::clamp<uint32_t>(request.max_share, 1, 100);
-    return static_cast<uint32_t>(std::clamp<uint64_t>((request.memory_bytes * 100 + total - 1) / total, 1, most));
-  };
-  const std::vector<GpuRoom> rooms = RoomsLocked();
-  if (request.gpu) {
-    Result<const GpuState*> named = NamedGpu(*request.gpu);
-    if (!named.ok()) return named.status();
-    for (const GpuRoom& room : rooms) {
-      if (room.gpu.uuid != (*named)->uuid) continue;
-      if (room.exclusive) return Status::ResourceExhausted("GPU " + *request.gpu + " is in exclusive mode");
-      if (!room.fenced.empty()) {
-        return Status::ResourceExhausted("GPU " + *request.gpu + " takes no new slices for now (stop-loss: " + room.fenced + ")");
-      }
-      if (room.max_slices != 0 && room.slices >= room.max_slices) {
-        return Status::ResourceExhausted("GPU " + *request.gpu + " holds " + std::to_string(room.slices) +
-                                         " slices, the most its compute board has rows for");
-      }
-      if (Fits(room, request.memory_bytes, share_on(room))) return Placed(room, request.memory_bytes, share_on(room), "request");
-      return Status::ResourceExhausted("GPU " + *request.gpu + " has " +
-                                       FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +
-                                       std::to_string(100 - room.compute_reserved) + " % compute left");
-    }
-  }
-  if (placer_ && !rooms.empty()) {
-    Result<std::size_t> chosen = placer_(rooms, slices_, request.memory_bytes, share_on(rooms.front()));
-    if (chosen.ok() && *chosen < rooms.size() && Fits(rooms[*chosen], request.memory_bytes, share_on(rooms[*chosen]))) {
-      return Placed(rooms[*chosen], request.memory_bytes, share_on(rooms[*chosen]), "policy");
-    }
-    if (!chosen.ok() && chosen.status().code() != StatusCode::kResourceExhausted) return chosen.status();
-    // Nothing fits by the engine's model: the best-fit pass below gives the precise refusal.
-  }
-  const GpuRoom* best = nullptr;
-  for (const GpuRoom& room : rooms) {
-    if (!Fits(room, request.memory_bytes, share_on(room))) continue;
-    const uint64_t left = room.gpu.memory_total - room.memory_reserved;
-    if (best == nullptr || left < best->gpu.memory_total - best->memory_reserved) best = &room;
-  }
-  if (best == nullptr) {
-    return Status::ResourceExhausted("no GPU has " + FormatByteSize(request.memory_bytes) + " and " +
-                                     (request.compute_share ? std::to_string(*request.compute_share) + " %"
-                                                            : std::string("that much")) +
-                                     " compute free");
-  }
-  return Placed(*best, request.memory_bytes, share_on(*best), "best-fit");
-}
-
-// The placement decision, logged at debug: which GPU, chosen how, and the room it had.
-std::pair<std::string, uint32_t> SliceService::Placed(const GpuRoom& room, uint64_t memory, uint32_t share,
-                                                      const char* by) {
-  if (LogEnabled(LogLevel::kDebug)) {
-    Log(LogLevel::kDebug, "place",
-        {{"gpu", room.gpu.uuid},
-         {"by", by},
-         {"memory", CompactBytes(memory)},
-         {"compute", std::to_string(share)},
-         {"gpu_memory_left", CompactBytes(room.gpu.memory_total - room.memory_reserved)},
-         {"gpu_compute_left", std::to_string(100 - room.compute_reserved)}});
-  }
-  return {room.gpu.uuid, share};
 }
 
 // The user whose processes charge the slice's ledger: its owner, when the agent can give a file
@@ -404,7 +549,7 @@ Status SliceService::WriteDirectory(const SliceRecord& record) const {
   // Workloads reach their slice by name; nobody lists the others' (the agent's umask is 077).
   chmod(slices_dir_.c_str(), 0711);
   const std::optional<slice::FileOwner> owner = LedgerOwner(record);
-  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(record.dir, SpecOf(record), owner ? &*owner : nullptr);
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(record.dir, SliceSpecOf(record), owner ? &*owner : nullptr);
   return admin.ok() ? Status::Ok() : admin.status();
 }
 
@@ -447,13 +592,28 @@ Result<SliceRecord> SliceService::Create(const CreateRequest& request, const net
 
 Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, const net::Peer& peer,
                                                uint64_t owner_start_time) {
-  Result<std::pair<std::string, uint32_t>> placed = Place(request);
-  if (!placed.ok()) return placed.status();
+  if (request.gpu) {
+    if (Result<const GpuState*> named = NamedGpu(*request.gpu); !named.ok()) return named.status();
+  }
+  Result<sched::WorkloadId> id = governor_->Submit(SpecOf(request, /*may_preempt=*/false), Now());
+  if (!id.ok()) return Status::InvalidArgument(id.status().message());
+  if (ScheduleLocked(*id)) return MakeSliceLocked(*id, request, peer, owner_start_time);
+  const sched::Workload* workload = governor_->Find(*id);
+  Status refusal = workload != nullptr ? RefusalLocked(request, *workload) : Status::ResourceExhausted("no GPU has room");
+  (void)governor_->Cancel(*id, Now());
+  return refusal;
+}
+
+Result<SliceRecord> SliceService::MakeSliceLocked(sched::WorkloadId workload_id, const CreateRequest& request,
+                                                  const net::Peer& peer, uint64_t owner_start_time) {
+  const sched::Workload* workload = governor_->Find(workload_id);
+  if (workload == nullptr || workload->placements.empty()) return Status::Internal("the placement is gone");
+  const GpuState& gpu = gpus_[workload->placements.front().node];
   SliceRecord record;
   record.id = NewId();
-  record.gpu_uuid = placed->first;
+  record.gpu_uuid = gpu.uuid;
   record.memory_bytes = request.memory_bytes;
-  record.compute_share = placed->second;
+  record.compute_share = static_cast<uint32_t>(workload->spec.request.gpu_milli / 10);
   record.compute_mode = request.compute_mode;
   record.tier = request.tier;
   record.tenant = request.tenant;
@@ -468,17 +628,61 @@ Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, con
   record.release_on_exit = request.release_on_exit;
   record.dir = slices_dir_ + "/" + record.id;
   record.created_unix_ms = UnixMs();
+  if (LogEnabled(LogLevel::kDebug)) {
+    Log(LogLevel::kDebug, "place",
+        {{"gpu", gpu.uuid}, {"by", policy_}, {"memory", CompactBytes(record.memory_bytes)},
+         {"compute", std::to_string(record.compute_share)}});
+  }
   std::error_code ignored;
   std::filesystem::remove_all(record.dir, ignored);  // a leftover of a record that was never written
-  if (Status status = WriteDirectory(record); !status.ok()) return status;
-  if (Status status = store_->PutSlice(record); !status.ok()) {
-    std::filesystem::remove_all(record.dir, ignored);
-    return status;
+  Status written = WriteDirectory(record);
+  if (written.ok()) {
+    written = store_->PutSlice(record);
+    if (!written.ok()) std::filesystem::remove_all(record.dir, ignored);
   }
+  if (!written.ok()) {
+    (void)governor_->Cancel(workload_id, Now());  // nothing half-made: the room goes back
+    return written;
+  }
+  workload_of_[record.id] = workload_id;
+  slice_of_[workload_id] = record.id;
   slices_.push_back(record);
   Notify(record, /*gone=*/false);
   Log(LogLevel::kInfo, "create", SliceFields(record));
   return record;
+}
+
+Status SliceService::RefusalLocked(const CreateRequest& request, const sched::Workload& workload) const {
+  if (workload.wait == sched::Wait::kQuota || workload.wait == sched::Wait::kStrictOrder) {
+    return Status::ResourceExhausted(governor_->WhyWaiting(workload));
+  }
+  const uint32_t share = ShareOf(request);
+  const std::vector<GpuRoom> rooms = RoomsLocked();
+  if (request.gpu) {
+    Result<const GpuState*> named = NamedGpu(*request.gpu);
+    if (!named.ok()) return named.status();
+    for (const GpuRoom& room : rooms) {
+      if (room.gpu.uuid != (*named)->uuid) continue;
+      if (room.exclusive) return Status::ResourceExhausted("GPU " + *request.gpu + " is in exclusive mode");
+      if (!room.fenced.empty()) {
+        return Status::ResourceExhausted("GPU " + *request.gpu + " takes no new slices for now (stop-loss: " + room.fenced + ")");
+      }
+      if (room.max_slices != 0 && room.slices >= room.max_slices) {
+        return Status::ResourceExhausted("GPU " + *request.gpu + " holds " + std::to_string(room.slices) +
+                                         " slices, the most its compute board has rows for");
+      }
+      const bool fits = room.memory_reserved + request.memory_bytes <= room.gpu.memory_total &&
+                        room.compute_reserved + share <= 100;
+      if (fits) return Status::ResourceExhausted("GPU " + *request.gpu + " is held for a waiting request");
+      return Status::ResourceExhausted("GPU " + *request.gpu + " has " +
+                                       FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +
+                                       std::to_string(100 - room.compute_reserved) + " % compute left");
+    }
+  }
+  return Status::ResourceExhausted("no GPU has " + FormatByteSize(request.memory_bytes) + " and " +
+                                   (request.compute_share ? std::to_string(*request.compute_share) + " %"
+                                                          : std::string("that much")) +
+                                   " compute free");
 }
 
 Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, const net::Peer& peer) {
@@ -486,10 +690,13 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
   const uint64_t start_time = peer.unix_socket && peer.pid > 0 ? slice::ReadStartTime(peer.pid) : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::optional<Result<QueueStatus>> existing = ExistingLocked(request, peer)) return *existing;
-  if (queue_.empty() || !request.wait) {  // nobody waits ahead: try now
+  if (!request.wait) {
     Result<SliceRecord> created = CreateLocked(request, peer, start_time);
-    if (created.ok()) return QueueStatus{"", 0, *created};
-    if (created.status().code() != StatusCode::kResourceExhausted || !request.wait) return created.status();
+    if (!created.ok()) return created.status();
+    return QueueStatus{"", 0, *created};
+  }
+  if (request.gpu) {
+    if (Result<const GpuState*> named = NamedGpu(*request.gpu); !named.ok()) return named.status();
   }
   // Only requests that could ever fit wait: one larger than every GPU is refused now.
   const bool could_fit = std::any_of(gpus_.begin(), gpus_.end(), [&](const GpuState& gpu) {
@@ -497,17 +704,32 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
                                                         *request.gpu == std::to_string(gpu.index));
   });
   if (!could_fit) return Status::ResourceExhausted("no GPU of this machine is large enough, even empty");
-  Queued entry{NewTicket(), request, peer, start_time, std::nullopt, std::chrono::steady_clock::now()};
+  Result<sched::WorkloadId> id = governor_->Submit(SpecOf(request, /*may_preempt=*/true), Now());
+  if (!id.ok()) return Status::InvalidArgument(id.status().message());
+  if (ScheduleLocked(*id)) {
+    Result<SliceRecord> created = MakeSliceLocked(*id, request, peer, start_time);
+    if (!created.ok()) return created.status();
+    return QueueStatus{"", 0, *created};
+  }
+  Queued entry{NewTicket(), request, peer, start_time, std::nullopt, std::chrono::steady_clock::now(), *id, std::nullopt};
   queue_.push_back(entry);
+  const int position = PositionLocked(*id);
   Log(LogLevel::kInfo, "enqueue",
       {{"ticket", TicketTag(entry.ticket)},
-       {"position", std::to_string(queue_.size())},
+       {"position", std::to_string(position)},
        {"memory", CompactBytes(request.memory_bytes)},
        {"compute", request.compute_share ? std::to_string(*request.compute_share) : std::string("auto")},
        {"tier", slice::ToString(request.tier)},
        {"tenant", request.tenant},
-       {"uid", std::to_string(request.owner ? *request.owner : peer.uid)}});
-  return QueueStatus{entry.ticket, static_cast<int>(queue_.size()), std::nullopt};
+       {"uid", std::to_string(request.owner ? *request.owner : peer.uid)},
+       {"reason", governor_->WhyWaiting(*governor_->Find(*id))}});
+  return QueueStatus{entry.ticket, position, std::nullopt};
+}
+
+int SliceService::PositionLocked(sched::WorkloadId id) const {
+  const std::vector<sched::WorkloadId> order = governor_->QueueOrder();
+  const auto found = std::find(order.begin(), order.end(), id);
+  return found == order.end() ? static_cast<int>(order.size()) : static_cast<int>(found - order.begin()) + 1;
 }
 
 std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequest& request, const net::Peer& peer) {
@@ -545,10 +767,8 @@ std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequ
     found.existing = true;
     return Result<QueueStatus>(found);
   }
-  int position = 0;
   for (const Queued& entry : queue_) {
-    if (!entry.placed) ++position;
-    if (entry.request.idempotency_key != key || entry.placed) continue;
+    if (entry.request.idempotency_key != key || entry.workload == 0) continue;
     const int64_t queued_owner = entry.request.owner ? static_cast<int64_t>(*entry.request.owner)
                                                      : static_cast<int64_t>(entry.peer.uid);
     if (queued_owner != owner) return Result<QueueStatus>(taken());
@@ -559,7 +779,7 @@ std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequ
       return Result<QueueStatus>(
           Status::ResourceExhausted("idempotency key " + key + " is already queued with other limits; cancel it or use another key"));
     }
-    QueueStatus found{entry.ticket, position, std::nullopt};
+    QueueStatus found{entry.ticket, PositionLocked(entry.workload), std::nullopt};
     found.existing = true;
     return Result<QueueStatus>(found);
   }
@@ -568,12 +788,15 @@ std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequ
 
 Result<QueueStatus> SliceService::Poll(const std::string& ticket) {
   std::lock_guard<std::mutex> lock(mutex_);
-  PlaceQueuedLocked();
-  int position = 0;
+  ScheduleLocked();
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-    if (!it->placed) ++position;
     if (it->ticket != ticket) continue;
-    if (!it->placed) return QueueStatus{ticket, position, std::nullopt};
+    if (it->failed) {
+      Status failed = *it->failed;
+      queue_.erase(it);
+      return failed;
+    }
+    if (!it->placed) return QueueStatus{ticket, PositionLocked(it->workload), std::nullopt};
     QueueStatus done{ticket, 0, it->placed};
     queue_.erase(it);
     return done;
@@ -597,25 +820,61 @@ Status SliceService::Cancel(const std::string& ticket) {
   if (it->placed) {
     (void)DeleteLocked(it->placed->id, "its queue ticket was cancelled");
   } else {
+    if (it->workload != 0) (void)governor_->Cancel(it->workload, Now());
     Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(ticket)}, {"reason", "cancelled"}});
   }
   queue_.erase(it);
+  ScheduleLocked();
   return Status::Ok();
 }
 
-void SliceService::PlaceQueuedLocked() {
-  for (Queued& entry : queue_) {
-    if (entry.placed) continue;
-    Result<SliceRecord> created = CreateLocked(entry.request, entry.peer, entry.owner_start_time);
-    if (!created.ok()) return;  // strict FIFO: nobody overtakes the head
-    entry.placed = *created;
-    const auto waited = std::chrono::steady_clock::now() - entry.queued_at;
+bool SliceService::ScheduleLocked(sched::WorkloadId direct) {
+  bool started_direct = false;
+  for (const sched::Action& action : governor_->Schedule(Now())) {
+    if (action.kind == sched::Action::Kind::kStart && action.workload == direct) {
+      started_direct = true;
+      continue;
+    }
+    if (action.kind == sched::Action::Kind::kPreempt) {
+      const auto victim = slice_of_.find(action.workload);
+      const auto slice = victim == slice_of_.end() ? slices_.end()
+                                                   : std::find_if(slices_.begin(), slices_.end(),
+                                                                  [&](const SliceRecord& s) { return s.id == victim->second; });
+      if (slice == slices_.end()) {
+        (void)governor_->Cancel(action.workload, Now());  // not a slice (it was being made): nothing to evict
+        continue;
+      }
+      const sched::Workload* preemptor = governor_->Find(action.for_workload);
+      static constexpr const char* kTierNames[] = {"batch", "standard", "latency"};
+      const std::string tier = preemptor != nullptr ? kTierNames[static_cast<int>(preemptor->spec.request.tier)] : "higher";
+      preemptions_.push_back({*slice, action.reason == "reclaim"
+                                          ? "preempted: a tenant wants back the quota its own tenant borrowed"
+                                          : "preempted: a " + tier + "-tier request needs its room"});
+      continue;
+    }
+    auto entry = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.workload == action.workload; });
+    if (entry == queue_.end()) continue;
+    entry->workload = 0;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - entry->queued_at);
+    if (action.kind == sched::Action::Kind::kExpire) {
+      entry->failed = Status::ResourceExhausted(action.reason);
+      Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(entry->ticket)}, {"reason", action.reason}});
+      continue;
+    }
+    Result<SliceRecord> created = MakeSliceLocked(action.workload, entry->request, entry->peer, entry->owner_start_time);
+    if (!created.ok()) {
+      entry->failed = created.status();
+      Log(LogLevel::kWarn, "dequeue", {{"ticket", TicketTag(entry->ticket)}, {"reason", created.status().message()}});
+      continue;
+    }
+    entry->placed = *created;
     Log(LogLevel::kInfo, "dequeue",
-        {{"ticket", TicketTag(entry.ticket)},
+        {{"ticket", TicketTag(entry->ticket)},
          {"slice", created->id},
          {"reason", "placed"},
-         {"waited_ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count())}});
+         {"waited_ms", std::to_string(waited.count())}});
   }
+  return started_direct;
 }
 
 // Whether a process of the slice still runs: one its ledger lists or its cgroup holds that proves
@@ -670,11 +929,12 @@ std::vector<std::string> SliceService::Reap() {
     if (entry.placed) {
       (void)DeleteLocked(entry.placed->id, "its waiting client exited before taking it");
     } else {
+      if (entry.workload != 0) (void)governor_->Cancel(entry.workload, Now());
       Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(entry.ticket)}, {"reason", "its client exited"}});
     }
     return true;
   });
-  PlaceQueuedLocked();
+  ScheduleLocked();  // also what time alone changes: fair share, delays, gang timeouts
   return reaped;
 }
 
@@ -704,12 +964,17 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
   if (updated.compute_share < 1 || updated.compute_share > 100) {
     return Status::InvalidArgument("compute must be 1..100 (percent of one GPU)");
   }
-  for (const GpuRoom& room : RoomsLocked()) {
-    if (room.gpu.uuid != updated.gpu_uuid) continue;
-    const uint64_t memory_others = room.memory_reserved - it->memory_bytes;
-    const uint32_t compute_others = room.compute_reserved - it->compute_share;
-    if (memory_others + updated.memory_bytes > room.gpu.memory_total || compute_others + updated.compute_share > 100) {
-      return Status::ResourceExhausted("GPU " + room.gpu.uuid + " has no room to grow slice " + id);
+  if (const auto workload = workload_of_.find(id); workload != workload_of_.end()) {
+    CreateRequest as_asked;
+    as_asked.memory_bytes = updated.memory_bytes;
+    as_asked.compute_share = updated.compute_share;
+    as_asked.tier = updated.tier;
+    as_asked.tenant = updated.tenant;
+    sched::Request resized = SpecOf(as_asked, false).request;
+    resized.node = NodeOf(updated.gpu_uuid);
+    if (Status grown = governor_->Resize(workload->second, resized, Now()); !grown.ok()) {
+      const std::string quota = grown.message().find("quota") != std::string::npos ? " (" + grown.message() + ")" : "";
+      return Status::ResourceExhausted("GPU " + updated.gpu_uuid + " has no room to grow slice " + id + quota);
     }
   }
   if (Status billed = AccountLocked(*it, UnixMs()); !billed.ok()) return billed;  // at the old limits
@@ -725,14 +990,14 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
   *it = updated;
   Notify(updated, /*gone=*/false);
   Log(LogLevel::kInfo, "resize", SliceFields(updated));
-  PlaceQueuedLocked();  // a slice that shrank may make room
+  ScheduleLocked();  // a slice that shrank may make room
   return updated;
 }
 
 Status SliceService::Delete(const std::string& id, const std::string& why) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (Status deleted = DeleteLocked(id, why); !deleted.ok()) return deleted;
-  PlaceQueuedLocked();
+  ScheduleLocked();
   return Status::Ok();
 }
 
@@ -754,6 +1019,11 @@ Status SliceService::DeleteLocked(const std::string& id, const std::string& why)
   std::error_code ignored;
   std::filesystem::remove_all(it->dir, ignored);
   membership_->Forget(id);
+  if (const auto workload = workload_of_.find(id); workload != workload_of_.end()) {
+    (void)governor_->Finish(workload->second, Now());
+    slice_of_.erase(workload->second);
+    workload_of_.erase(workload);
+  }
   const SliceRecord gone = *it;
   slices_.erase(it);
   Notify(gone, /*gone=*/true);
@@ -788,6 +1058,7 @@ void SliceService::SetObserver(Observer observer) {
 void SliceService::SetMaxSlicesPerGpu(int most) {
   std::lock_guard<std::mutex> lock(mutex_);
   max_slices_per_gpu_ = most;
+  for (size_t node = 0; node < gpus_.size(); ++node) (void)scheduler_->Touch(static_cast<sched::NodeId>(node));
 }
 
 }  // namespace fgpu::agent

@@ -2,12 +2,16 @@
 // interposer reads, and the agent's records of them (docs/agent.md).
 //
 // Contract
-// - Create validates the request, places the slice (a named GPU, or the placer's choice — the
-//   placement engine's policy in the agent — else the best fit: the GPU with the least memory
-//   left that holds it), writes the slice
-//   directory and then the record; if the record cannot be written the directory is removed
-//   (nothing half-made survives). A GPU is full when its slices' memory caps would exceed its
-//   memory or their compute shares 100 %: shares are guarantees, never oversubscribed.
+// - Placement, the queue and preemption are decided in one place: a sched::Governor over a
+//   sched::Scheduler that lives as long as the service (docs/governance.md), one node per GPU.
+//   A named GPU is the NodeName filter, an exclusive or fenced GPU a cordon, the board rows a
+//   filter of the service's own, tenant quotas the Governor's PreFilter. The service keeps the
+//   slices' records and files; the Governor, what is reserved where.
+// - Create validates the request, asks the Governor for a place (it never preempts for a
+//   request that will not wait), writes the slice directory and then the record; if the record
+//   cannot be written the directory is removed and the reservation given back (nothing
+//   half-made survives). A GPU is full when its slices' memory caps would exceed its memory or
+//   their compute shares 100 %: shares are guarantees, never oversubscribed.
 // - Resize changes limits live (the interposer rereads them) within the same room rules.
 // - Delete bills the slice's last interval, then removes the record and the directory. When the
 //   state database cannot be written (a full disk) the slice is released all the same (room
@@ -20,8 +24,10 @@
 // - Ids ("s<N>") are never reused while the state directory lives: the next number is above the
 //   store's counter (Store::LastSliceNumber), which each slice's record raises as it is stored,
 //   so not after a clean stop, kill -9 or a restart with no slice left either.
-// - Queue: a request with `wait` that does not fit gets a ticket; queued requests are placed in
-//   arrival order (strictly: a large one at the head is not overtaken) whenever room frees.
+// - Queue: a request with `wait` that does not fit gets a ticket and waits in the Governor's
+//   order (tier, fair share, arrival; EASY backfill around a blocked request); it is placed when
+//   room frees, and may preempt lower tiers or reclaim borrowed quota. The victims the Governor
+//   names are handed to stop-loss (TakePreemptions), which evicts them gracefully.
 // - Idempotent creates: a request with an idempotency key that a live slice of the same owner
 //   holds is answered with that slice (or, queued, with its ticket) under the same lock that
 //   creates, so concurrent retries make one slice. Other limits than the slice's, or another
@@ -51,6 +57,8 @@
 #include "agent/store.h"
 #include "core/status.h"
 #include "net/http_message.h"
+#include "sched/governance/governor.h"
+#include "sched/scheduler.h"
 #include "slice/slice_files.h"
 
 namespace fgpu::agent {
@@ -70,11 +78,47 @@ struct CreateRequest {
   // new one; "" = none.
   std::string idempotency_key;
   bool release_on_exit = false;  // needs a Unix-socket peer (the kernel names the owner)
-  bool wait = false;             // no room: queue (FIFO) instead of refusing
+  bool wait = false;             // no room: queue instead of refusing
   // The user the slice is for (an admin creating one on a user's behalf); absent: the peer.
   std::optional<uid_t> owner;
   // The most compute the agent may give a request that names none (the caller's rule).
   uint32_t max_share = 100;
+};
+
+// How the service governs its GPUs: the placement policy and the Governor's options and quotas
+// (the agent's configuration, "governance").
+struct Governance {
+  std::string policy = "FGD+";
+  sched::GovernorOptions options{};
+  std::vector<sched::QuotaSpec> quotas{};  // none: no quotas
+  std::string default_quota{};             // the leaf for tenants with none ("": refused)
+};
+
+// A queued request as the queue shows it: where it stands and why it waits.
+struct QueueEntry {
+  std::string ticket_tag;  // the first characters of its ticket, never the secret
+  int position = 0;
+  int64_t owner_uid = -1;
+  uint64_t memory_bytes = 0;
+  std::optional<uint32_t> compute_share;
+  slice::Tier tier = slice::Tier::kStandard;
+  std::string tenant;
+  int64_t waited_ms = 0;
+  std::string reason;
+};
+
+// A quota as the service's quota tree holds it.
+struct QuotaUsage {
+  std::string name;
+  std::string parent;
+  uint64_t memory_used = 0, memory_nominal = 0, memory_limit = 0;  // limit: nominal + borrowing
+  uint32_t compute_used = 0, compute_nominal = 0, compute_limit = 0;  // percent of one GPU
+};
+
+// A slice the Governor chose to make room with: stop-loss evicts it.
+struct Preemption {
+  SliceRecord slice;
+  std::string why;
 };
 
 // A queued request: where it stands, or the slice it became.
@@ -103,6 +147,9 @@ struct GpuRoom {
   int max_slices = 0;    // the most slices it may hold (0: no limit; SetMaxSlicesPerGpu)
 };
 
+// Ok, or why the policy or the quotas cannot be used.
+Status ValidateGovernance(const Governance& governance);
+
 class SliceService {
  public:
   // A slice's measured busy counter now (its compute board row), for chargeback.
@@ -113,12 +160,11 @@ class SliceService {
   // (`gone` true). Restore tells nothing: the observer reads List() once restored.
   using Observer = std::function<void(const SliceRecord& slice, bool gone)>;
 
-  // Chooses among the GPUs with room (index into the rooms given); null: best fit by memory.
-  using Placer = std::function<Result<std::size_t>(const std::vector<GpuRoom>&, const std::vector<SliceRecord>&,
-                                                   uint64_t memory, uint32_t share)>;
-
+  // `governance` must be valid (ValidateGovernance); an invalid policy or quota tree is
+  // replaced by the defaults, with an error logged.
   SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy = nullptr,
-               Placer placer = nullptr);
+               Governance governance = {});
+  ~SliceService();
 
   Status Restore();
   // InvalidArgument: a malformed request; NotFound: unknown GPU; ResourceExhausted: no room.
@@ -150,6 +196,7 @@ class SliceService {
   // At most `most` slices on one GPU (0: no limit), so that each gets one of its compute board's
   // rows: a GPU that holds that many has no room.
   void SetMaxSlicesPerGpu(int most);
+  const std::string& policy() const { return policy_; }
   // Which processes belong to which slice (membership.h); by default without cgroups.
   void SetMembership(std::shared_ptr<Membership> membership) { membership_ = std::move(membership); }
   const Membership& membership() const { return *membership_; }
@@ -164,8 +211,13 @@ class SliceService {
   // stay); unlike the exclusive switch it is not persisted, since stop-loss re-decides it every
   // check. Clearing it serves the queue.
   Status SetFenced(const std::string& gpu, const std::string& why);
-  // The oldest request still waiting for room (what preemption makes room for).
-  std::optional<CreateRequest> QueueHead() const;
+  // The queue in the Governor's order, each with why it waits.
+  std::vector<QueueEntry> Queue() const;
+  // The quotas and what each holds (empty without quotas).
+  std::vector<QuotaUsage> Quotas() const;
+  // The slices the Governor chose as victims since the last call (stop-loss evicts them).
+  std::vector<Preemption> TakePreemptions();
+  const sched::GovernorCounters& GovernorCountersLocked() const { return governor_->counters(); }
   // Closes every slice's usage interval at `now_unix_ms` into a usage record (also done for a
   // slice when it is deleted or resized, so every interval is billed at the limits it had).
   // Also retries the pending releases and deletes usage records past the retention.
@@ -185,7 +237,10 @@ class SliceService {
     uint64_t owner_start_time = 0;
     std::optional<SliceRecord> placed;
     std::chrono::steady_clock::time_point queued_at;
+    sched::WorkloadId workload = 0;  // while it waits
+    std::optional<Status> failed;    // placed, but its slice could not be made
   };
+  class SliceRows;  // the board-rows filter
 
   struct PendingRelease {
     SliceRecord slice;
@@ -203,11 +258,23 @@ class SliceService {
   Status DeleteLocked(const std::string& id, const std::string& why);
   void Notify(const SliceRecord& slice, bool gone) const;
   Status AccountLocked(SliceRecord& slice, int64_t now_unix_ms);
-  void PlaceQueuedLocked();
+  // One pass of the Governor: queued requests placed (their slices made), victims noted.
+  // `direct`, if not 0, is a request being created now: whether it started is returned.
+  bool ScheduleLocked(sched::WorkloadId direct = 0);
+  int PositionLocked(sched::WorkloadId id) const;  // 1 = next
   Result<const GpuState*> NamedGpu(const std::string& selector) const;
-  // The GPU the slice goes on and the share it gets there.
-  Result<std::pair<std::string, uint32_t>> Place(const CreateRequest& request) const;
-  static std::pair<std::string, uint32_t> Placed(const GpuRoom& room, uint64_t memory, uint32_t share, const char* by);
+  // The Governor's view of a request: one GPU of the share (percent × 10) and memory it asks.
+  sched::WorkloadSpec SpecOf(const CreateRequest& request, bool may_preempt) const;
+  uint32_t ShareOf(const CreateRequest& request) const;
+  // Why a request that did not start was not placed, in the words the API has always used.
+  Status RefusalLocked(const CreateRequest& request, const sched::Workload& workload) const;
+  // Makes the slice of a started workload on the GPU the Governor reserved.
+  Result<SliceRecord> MakeSliceLocked(sched::WorkloadId workload, const CreateRequest& request, const net::Peer& peer,
+                                      uint64_t owner_start_time);
+  // The cordon of a GPU: exclusive or fenced.
+  void CordonLocked(const std::string& uuid);
+  double Now() const;
+  int NodeOf(const std::string& uuid) const;
   Status WriteDirectory(const SliceRecord& record) const;
   void SecureDirectory(const SliceRecord& record) const;
   static std::optional<slice::FileOwner> LedgerOwner(const SliceRecord& record);
@@ -217,13 +284,20 @@ class SliceService {
 
   Store* store_;
   BusyReader busy_;
-  Placer placer_;
   std::vector<GpuState> gpus_;
   std::string slices_dir_;
   mutable std::mutex mutex_;
   std::vector<SliceRecord> slices_;
   uint64_t next_id_ = 1;
-  std::deque<Queued> queue_;  // FIFO; in memory: after a restart waiting clients ask again
+  std::deque<Queued> queue_;  // tickets, by arrival; in memory: after a restart waiting clients ask again
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+  std::unique_ptr<sched::Scheduler> scheduler_;
+  std::unique_ptr<sched::Governor> governor_;
+  std::shared_ptr<std::vector<int>> slice_rows_;  // per GPU: slices on it (the SliceRows filter's)
+  std::map<std::string, sched::WorkloadId> workload_of_;  // slice id → its workload
+  std::map<sched::WorkloadId, std::string> slice_of_;
+  std::vector<Preemption> preemptions_;
+  std::string policy_;
   std::set<std::string> exclusive_;  // GPU uuids
   std::map<std::string, std::string> fenced_;  // GPU uuid -> why
   std::vector<PendingRelease> pending_releases_;

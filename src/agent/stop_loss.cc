@@ -122,46 +122,15 @@ void StopLoss::FinishEvictions(int64_t now_ms) {
   evictions_ = std::move(pending);
 }
 
-void StopLoss::Preempt(const std::vector<SliceRecord>& slices, int64_t now_ms) {
-  const std::optional<CreateRequest> head = slices_->QueueHead();
-  if (!head || !evictions_.empty()) return;
-  std::vector<SliceRecord> best;
-  bool found = false;
-  for (const GpuRoom& room : slices_->Rooms()) {
-    if (head->gpu && *head->gpu != room.gpu.uuid && *head->gpu != std::to_string(room.gpu.index)) continue;
-    std::vector<SliceRecord> lower;
-    for (const SliceRecord& slice : slices) {
-      if (slice.gpu_uuid == room.gpu.uuid && static_cast<int>(slice.tier) < static_cast<int>(head->tier)) {
-        lower.push_back(slice);
-      }
-    }
-    std::sort(lower.begin(), lower.end(), EvictedBefore);
-    const uint32_t share = head->compute_share.value_or(1);
-    uint64_t memory = room.memory_reserved;
-    uint32_t compute = room.compute_reserved;
-    std::vector<SliceRecord> victims;
-    for (const SliceRecord& slice : lower) {
-      if (memory + head->memory_bytes <= room.gpu.memory_total && compute + share <= 100) break;
-      victims.push_back(slice);
-      memory -= slice.memory_bytes;
-      compute -= slice.compute_share;
-    }
-    const bool fits = memory + head->memory_bytes <= room.gpu.memory_total && compute + share <= 100;
-    if (fits && !victims.empty() && (!found || victims.size() < best.size())) {
-      best = victims;
-      found = true;
-    }
-  }
-  for (const SliceRecord& victim : best) {
-    Evict(victim, std::string("preempted: a ") + slice::ToString(head->tier) + "-tier request needs its room", now_ms,
-          "preempt");
-  }
+void StopLoss::Preempt(int64_t now_ms) {
+  // The Governor decided who makes room (slice_service.h); stop-loss ends them gracefully.
+  for (const Preemption& preemption : slices_->TakePreemptions()) Evict(preemption.slice, preemption.why, now_ms, "preempt");
 }
 
 void StopLoss::Tick(int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   FinishEvictions(now_ms);
-  Preempt(slices_->List(), now_ms);
+  Preempt(now_ms);
   if (nvml_ == nullptr) return;
   Result<std::vector<GpuState>> gpus = nvml_->Gpus();
   if (!gpus.ok()) return;

@@ -28,9 +28,9 @@
 //   another tenant.
 // - Fence: while a GPU is under its free-memory threshold or has a starved slice, no new slice
 //   is placed on it (SliceService::SetFenced); the fence lifts at the first check without cause.
-// - Preemption: when the oldest queued request cannot be placed and evicting slices of a
-//   strictly lower tier on one GPU would make room (lowest tier first, then the newest), they are
-//   evicted (the GPU needing the fewest evictions is chosen); the request is then placed.
+// - Preemption: the slices the Governor chose to make room for a waiting request (a higher
+//   tier, or a tenant reclaiming its quota: slice_service.h, docs/governance.md) are evicted as
+//   below; the request is placed once they are gone.
 // - Eviction: SIGTERM to the slice's proven members, SIGKILL to those left after `grace`, each
 //   through a pidfd opened and checked against the member's start time (SignalExactly), then the
 //   slice is deleted (its `fgpu run`, if any, has usually deleted it first).
@@ -128,7 +128,7 @@ class StopLoss {
   // `event` names the log line: "evict", or "preempt" for room made for a queued request.
   void Evict(const SliceRecord& slice, const std::string& why, int64_t now_ms, const char* event = "evict");
   void FinishEvictions(int64_t now_ms);
-  void Preempt(const std::vector<SliceRecord>& slices, int64_t now_ms);
+  void Preempt(int64_t now_ms);
   // Bypass: NVML's per-process memory against each slice's cap; also the unaccounted bytes and
   // the processes of no slice.
   void CheckBypass(const GpuState& gpu, const std::vector<SliceRecord>& here, int64_t now_ms);

@@ -139,6 +139,18 @@ Result<std::vector<Gpu>> AgentClient::ListGpus() const {
   return ReadBody<std::vector<Gpu>>(*response, "a list of GPUs");
 }
 
+Result<std::vector<QueueItem>> AgentClient::Queue() const {
+  Result<net::HttpResponse> response = Call("GET", "/v1/queue", "");
+  if (!response.ok()) return response.status();
+  return ReadBody<std::vector<QueueItem>>(*response, "the queue");
+}
+
+Result<std::vector<Quota>> AgentClient::Quotas() const {
+  Result<net::HttpResponse> response = Call("GET", "/v1/quotas", "");
+  if (!response.ok()) return response.status();
+  return ReadBody<std::vector<Quota>>(*response, "the quotas");
+}
+
 Result<api::Health> AgentClient::Health() const {
   Result<net::HttpResponse> response = Call("GET", "/v1/health", "");
   if (!response.ok()) return response.status();

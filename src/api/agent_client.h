@@ -56,6 +56,9 @@ class AgentClient {
   // The calling process joins the slice (the Unix socket: the kernel names it).
   Result<JoinReply> JoinSlice(const std::string& id) const;
   Result<std::vector<Gpu>> ListGpus() const;
+  // GET /v1/queue and GET /v1/quotas (an agent older than them: NotFound).
+  Result<std::vector<QueueItem>> Queue() const;
+  Result<std::vector<Quota>> Quotas() const;
   Result<api::Health> Health() const;
   Result<std::vector<UsageTotal>> Usage(const UsageQuery& query) const;
   // Still queued (a ticket) or placed (the slice; the ticket is then spent).

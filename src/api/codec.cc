@@ -551,6 +551,65 @@ Result<std::vector<UsageTotal>> Parse<std::vector<UsageTotal>>(const json& value
   return ParseArray<UsageTotal>(value, "the usage report");
 }
 
+json ToJson(const QueueItem& item) {
+  json out{{"position", item.position}, {"ticket", item.ticket},         {"owner_uid", item.owner_uid},
+           {"memory_bytes", item.memory_bytes}, {"tier", item.tier}, {"tenant", item.tenant},
+           {"waited_ms", item.waited_ms},       {"reason", item.reason}};
+  if (item.compute) out["compute"] = *item.compute;
+  return out;
+}
+
+template <>
+Result<QueueItem> Parse<QueueItem>(const json& body) {
+  if (!body.is_object()) return Status::InvalidArgument("a queued request must be a JSON object");
+  QueueItem item;
+  uint32_t compute = 0;
+  Status read = All({ReadInteger(body, "position", &item.position), ReadString(body, "ticket", &item.ticket),
+                     ReadInteger(body, "owner_uid", &item.owner_uid), ReadInteger(body, "memory_bytes", &item.memory_bytes),
+                     ReadInteger(body, "compute", &compute), ReadString(body, "tier", &item.tier),
+                     ReadString(body, "tenant", &item.tenant), ReadInteger(body, "waited_ms", &item.waited_ms),
+                     ReadString(body, "reason", &item.reason)});
+  if (!read.ok()) return Status::InvalidArgument("queued request " + std::to_string(item.position) + ": " + read.message());
+  if (body.contains("compute")) item.compute = compute;
+  return item;
+}
+
+template <>
+Result<std::vector<QueueItem>> Parse<std::vector<QueueItem>>(const json& value) {
+  return ParseArray<QueueItem>(value, "the queue");
+}
+
+json ToJson(const Quota& quota) {
+  return json{{"name", quota.name},
+              {"parent", quota.parent},
+              {"memory_used", quota.memory_used},
+              {"memory_nominal", quota.memory_nominal},
+              {"memory_limit", quota.memory_limit},
+              {"compute_used", quota.compute_used},
+              {"compute_nominal", quota.compute_nominal},
+              {"compute_limit", quota.compute_limit}};
+}
+
+template <>
+Result<Quota> Parse<Quota>(const json& body) {
+  if (!body.is_object()) return Status::InvalidArgument("a quota must be a JSON object");
+  Quota quota;
+  Status read = All({ReadString(body, "name", &quota.name), ReadString(body, "parent", &quota.parent),
+                     ReadInteger(body, "memory_used", &quota.memory_used),
+                     ReadInteger(body, "memory_nominal", &quota.memory_nominal),
+                     ReadInteger(body, "memory_limit", &quota.memory_limit),
+                     ReadInteger(body, "compute_used", &quota.compute_used),
+                     ReadInteger(body, "compute_nominal", &quota.compute_nominal),
+                     ReadInteger(body, "compute_limit", &quota.compute_limit)});
+  if (!read.ok()) return Status::InvalidArgument("quota '" + quota.name + "': " + read.message());
+  return quota;
+}
+
+template <>
+Result<std::vector<Quota>> Parse<std::vector<Quota>>(const json& value) {
+  return ParseArray<Quota>(value, "the quotas");
+}
+
 json ToJson(const ApiError& error) { return json{{"error", error.error}}; }
 
 template <>

@@ -44,6 +44,8 @@ nlohmann::json ToJson(const Health& health);
 nlohmann::json ToJson(const JoinReply& join);
 nlohmann::json ToJson(const ApiError& error);
 nlohmann::json ToJson(const UsageTotal& total);
+nlohmann::json ToJson(const QueueItem& item);
+nlohmann::json ToJson(const Quota& quota);
 nlohmann::json ToJson(const Env& env);
 // A list (GET /v1/slices, GET /v1/gpus): an array of ToJson(item).
 template <typename T>
@@ -70,6 +72,10 @@ template <> Result<ApiError> Parse<ApiError>(const nlohmann::json& json);
 template <> Result<Env> Parse<Env>(const nlohmann::json& json);
 template <> Result<UsageTotal> Parse<UsageTotal>(const nlohmann::json& json);
 template <> Result<std::vector<UsageTotal>> Parse<std::vector<UsageTotal>>(const nlohmann::json& json);
+template <> Result<QueueItem> Parse<QueueItem>(const nlohmann::json& json);
+template <> Result<std::vector<QueueItem>> Parse<std::vector<QueueItem>>(const nlohmann::json& json);
+template <> Result<Quota> Parse<Quota>(const nlohmann::json& json);
+template <> Result<std::vector<Quota>> Parse<std::vector<Quota>>(const nlohmann::json& json);
 
 // JSON text, then Parse<T>: InvalidArgument when the text is not JSON.
 template <typename T>

@@ -178,3 +178,24 @@ TEST(CodecTest, TheSmallRepliesRoundTrip) {
 
 }  // namespace
 }  // namespace fgpu::api
+
+namespace fgpu::api {
+namespace {
+
+TEST(CodecTest, TheQueueAndTheQuotasRoundTrip) {
+  const std::vector<QueueItem> queue = {{1, "q12345678", 1000, 8ULL << 30, 25, "latency", "team-a", 1500, "no node fits"},
+                                        {2, "", 1001, 1ULL << 30, std::nullopt, "batch", "team-b", 10, "strict"}};
+  Result<std::vector<QueueItem>> read = Parse<std::vector<QueueItem>>(ToJson(queue));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(*read, queue);
+  EXPECT_FALSE(ToJson(queue[1]).contains("compute"));
+  const std::vector<Quota> quotas = {{"org", "", 1, 2, 3, 4, 5, 6}, {"team", "org", 7, 8, 9, 10, 11, 12}};
+  Result<std::vector<Quota>> parsed = Parse<std::vector<Quota>>(ToJson(quotas));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, quotas);
+  EXPECT_FALSE(Parse<Quota>(nlohmann::json{{"name", "x"}, {"compute_used", "many"}}).ok());
+  EXPECT_FALSE(Parse<std::vector<QueueItem>>(nlohmann::json::object()).ok());
+}
+
+}  // namespace
+}  // namespace fgpu::api

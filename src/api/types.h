@@ -187,6 +187,36 @@ struct GpuMode {
   bool operator==(const GpuMode&) const = default;
 };
 
+// One waiting request of GET /v1/queue, in the order the agent will serve them.
+struct QueueItem {
+  int position = 0;             // 1 = next
+  std::string ticket;           // its first characters, to its owner and admins ("" to others)
+  int64_t owner_uid = -1;
+  uint64_t memory_bytes = 0;
+  std::optional<uint32_t> compute{};  // percent of one GPU; absent: from the memory asked
+  std::string tier;
+  std::string tenant;
+  int64_t waited_ms = 0;
+  std::string reason;  // why it waits
+
+  bool operator==(const QueueItem&) const = default;
+};
+
+// One quota of GET /v1/quotas: what it holds against its nominal and its limit (nominal plus
+// borrowing limit), in GPU memory and compute (percent of one GPU).
+struct Quota {
+  std::string name;
+  std::string parent;  // "" at the top
+  uint64_t memory_used = 0;
+  uint64_t memory_nominal = 0;
+  uint64_t memory_limit = 0;
+  uint32_t compute_used = 0;
+  uint32_t compute_nominal = 0;
+  uint32_t compute_limit = 0;
+
+  bool operator==(const Quota&) const = default;
+};
+
 // Every 4xx/5xx body: {"error": "..."}.
 struct ApiError {
   std::string error;

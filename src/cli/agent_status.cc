@@ -129,6 +129,34 @@ std::string RenderSliceTable(const std::vector<api::Slice>& slices, const std::m
   return Table(rows);
 }
 
+std::string RenderQueueAndQuotas(const std::vector<api::QueueItem>& queue, const std::vector<api::Quota>& quotas) {
+  std::string out;
+  if (!queue.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"#", "TICKET", "UID", "MEMORY", "COMPUTE", "TIER", "TENANT", "WAITED", "WHY"}};
+    for (const api::QueueItem& item : queue) {
+      rows.push_back({std::to_string(item.position), item.ticket.empty() ? "-" : item.ticket, std::to_string(item.owner_uid),
+                      FormatByteSize(item.memory_bytes), item.compute ? Percent(*item.compute) : "auto", item.tier,
+                      item.tenant, std::to_string(item.waited_ms / 1000) + " s", item.reason});
+    }
+    out += "\nQUEUE\n" + Table(rows);
+  }
+  if (!quotas.empty()) {
+    // An unlimited quota (no borrowing limit) is sent as a huge number: shown as "-".
+    const auto limit = [](uint64_t value, bool bytes) {
+      if (bytes ? value >= (uint64_t{1} << 60) : value >= UINT32_MAX / 2) return std::string("-");
+      return bytes ? FormatByteSize(value) : Percent(static_cast<double>(value));
+    };
+    std::vector<std::vector<std::string>> rows = {{"QUOTA", "PARENT", "MEMORY USED", "NOMINAL", "LIMIT", "COMPUTE USED", "NOMINAL", "LIMIT"}};
+    for (const api::Quota& quota : quotas) {
+      rows.push_back({quota.name, quota.parent.empty() ? "-" : quota.parent, FormatByteSize(quota.memory_used),
+                      FormatByteSize(quota.memory_nominal), limit(quota.memory_limit, true), Percent(quota.compute_used),
+                      Percent(quota.compute_nominal), limit(quota.compute_limit, false)});
+    }
+    out += "\nQUOTAS\n" + Table(rows);
+  }
+  return out;
+}
+
 std::string RenderAgentStatus(const std::vector<api::Gpu>& gpus, const std::vector<api::Slice>& slices,
                               const std::map<std::string, double>* achieved) {
   std::vector<std::vector<std::string>> gpu_rows = {{"GPU", "NAME", "UUID", "MEMORY", "RESERVED", "COMPUTE", "SLICES"}};

@@ -22,6 +22,10 @@ namespace fgpu::cli {
 std::string RenderAgentStatus(const std::vector<api::Gpu>& gpus, const std::vector<api::Slice>& slices,
                               const std::map<std::string, double>* achieved = nullptr);
 
+// The waiting requests (GET /v1/queue) in the order they will be served, each with why it
+// waits, and the quotas (GET /v1/quotas) with what they hold: "" when both are empty.
+std::string RenderQueueAndQuotas(const std::vector<api::QueueItem>& queue, const std::vector<api::Quota>& quotas);
+
 // The slice table alone (`fgpu slice list`): "no slices" when there is none.
 std::string RenderSliceTable(const std::vector<api::Slice>& slices,
                              const std::map<std::string, double>* achieved = nullptr);

@@ -163,3 +163,20 @@ TEST(AgentStatusTest, LargerThanEveryGpuEvenEmpty) {
 
 }  // namespace
 }  // namespace fgpu::cli
+
+namespace fgpu::cli {
+namespace {
+
+TEST(AgentStatusTest, TheQueueAndTheQuotasAreShownWhenThereAreAny) {
+  EXPECT_EQ(RenderQueueAndQuotas({}, {}), "");
+  const std::string out = RenderQueueAndQuotas(
+      {{1, "q1234567", 1000, 8ULL << 30, 25, "latency", "team-a", 61'000, "waiting for the workloads preempted for it to end"}},
+      {{"team-a", "", 8ULL << 30, 80ULL << 30, uint64_t{1} << 62, 25, 100, 4'000'000'000U}});
+  for (const char* word : {"QUEUE", "TICKET", "q1234567", "8 GiB", "latency", "team-a", "61 s",
+                           "preempted for it", "QUOTAS", "80 GiB", "100%"}) {
+    EXPECT_NE(out.find(word), std::string::npos) << word << "\n" << out;
+  }
+}
+
+}  // namespace
+}  // namespace fgpu::cli

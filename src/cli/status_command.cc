@@ -21,6 +21,8 @@ namespace {
 struct Reading {
   std::vector<api::Gpu> gpus;
   std::vector<api::Slice> slices;  // with what each uses now
+  std::vector<api::QueueItem> queue;
+  std::vector<api::Quota> quotas;
 };
 
 Result<Reading> ReadAgent(const net::Endpoint& agent) {
@@ -29,7 +31,11 @@ Result<Reading> ReadAgent(const net::Endpoint& agent) {
   if (!gpus.ok()) return gpus.status();
   Result<std::vector<api::Slice>> slices = client.ListSlices({.usage = true, .idempotency_key = ""});
   if (!slices.ok()) return slices.status();
-  return Reading{std::move(*gpus), std::move(*slices)};
+  Reading reading{std::move(*gpus), std::move(*slices), {}, {}};
+  // An agent older than the queue and quota listings answers 404: shown as none.
+  if (Result<std::vector<api::QueueItem>> queue = client.Queue(); queue.ok()) reading.queue = std::move(*queue);
+  if (Result<std::vector<api::Quota>> quotas = client.Quotas(); quotas.ok()) reading.quotas = std::move(*quotas);
+  return reading;
 }
 
 // Each slice's achieved share of a GPU since the last reading, from its measured busy time.
@@ -61,7 +67,8 @@ CLI::App* AddStatusFlags(CLI::App& root, StatusOptions* options) {
   CLI::App* status = root.add_subcommand("status", "Show the agent's GPUs and slices: caps, usage, shares, tiers");
   status->add_option("--agent", options->agent, kAgentFlagHelp);
   status->add_flag("--json", options->json,
-                   "One JSON document for scripts: {\"gpus\": GET /v1/gpus, \"slices\": GET /v1/slices?usage=1}");
+                   "One JSON document for scripts: {\"gpus\": GET /v1/gpus, \"slices\": GET /v1/slices?usage=1, "
+                   "\"queue\": GET /v1/queue, \"quotas\": GET /v1/quotas}");
   return status;
 }
 
@@ -74,10 +81,13 @@ int RunStatus(const StatusOptions& options) {
   }
   if (options.json) {
     // The agent's own documents, written back by the codec that read them.
-    const nlohmann::json document = {{"gpus", api::ToJson(reading->gpus)}, {"slices", api::ToJson(reading->slices)}};
+    const nlohmann::json document = {{"gpus", api::ToJson(reading->gpus)},
+                                     {"slices", api::ToJson(reading->slices)},
+                                     {"queue", api::ToJson(reading->queue)},
+                                     {"quotas", api::ToJson(reading->quotas)}};
     std::cout << document.dump(2) << "\n";
   } else {
-    std::cout << RenderAgentStatus(reading->gpus, reading->slices);
+    std::cout << RenderAgentStatus(reading->gpus, reading->slices) << RenderQueueAndQuotas(reading->queue, reading->quotas);
   }
   return kExitOk;
 }

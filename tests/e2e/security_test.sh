@@ -372,7 +372,7 @@ case_files_of_another_user() {
 # A pid the attacker writes into its own ledger — another user's process, a root process — and
 # then its slice is preempted: only the slice's proven members are signalled.
 case_planted_pid() {
-  printf '{"stop_loss": {"grace_s": 1}}\n' >"$SCRATCH/agent.json"
+  printf '{"stop_loss": {"grace_s": 1}, "governance": {"preemption_delay_s": 0}}\n' >"$SCRATCH/agent.json"
   start_agent --config "$SCRATCH/agent.json"
   # setpriv execs sleep: $! is the victim's process itself (a shell function would fork a subshell).
   setpriv --reuid "$VICTIM" --regid "$VICTIM" --clear-groups -- sleep 60 &

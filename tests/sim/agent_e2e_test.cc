@@ -391,7 +391,7 @@ TEST_F(AgentE2e, ABypassingWorkloadIsDetectedAndEvicted) {
 // A batch-tier slice holds the GPU; a latency-tier request that waits for room preempts it.
 TEST_F(AgentE2e, ALowTierSliceIsEvictedWhenAHigherTierNeedsRoom) {
   const std::string config = state_ + "-agent.json";
-  std::ofstream(config) << R"({"stop_loss": {"grace_s": 1}})";
+  std::ofstream(config) << R"({"stop_loss": {"grace_s": 1}, "governance": {"preemption_delay_s": 0}})";
   StartAgent({"--config", config});
   const std::string agent = "unix:" + state_ + "/agent.sock";
   const std::vector<std::string> hold = {FGPU_PROBE_PATH, "alloc", "--bytes", "1GiB", "--hold-ms", "20000"};

@@ -468,7 +468,8 @@ std::vector<Action> Governor::Schedule(double now) {
       Hold(*was_held);
       continue;
     }
-    if (options_.preemption && preemption_attempts < options_.preemption_attempts_per_pass &&
+    if (options_.preemption && workload->spec.may_preempt &&
+        preemption_attempts < options_.preemption_attempts_per_pass &&
         now - workload->submitted >= options_.preemption_delay) {
       // Victims only end within a pass: a search that failed fails again for the same ask.
       const auto same = [&](const auto& failed) {

@@ -107,6 +107,8 @@ struct WorkloadSpec {
   int members = 1;        // > 1: a gang, all members placed at once or none
   double duration = 0;    // expected run time in seconds; 0: estimated
   double gang_timeout = 0;  // seconds; 0: GovernorOptions::gang_timeout
+  // false: it never preempts nor holds room (a request that will not wait for it).
+  bool may_preempt = true;
 };
 
 enum class WorkloadState : uint8_t { kQueued, kRunning, kTerminating };
