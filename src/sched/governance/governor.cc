@@ -139,6 +139,7 @@ Governor::Governor(Scheduler* scheduler, QuotaTree quotas, GovernorOptions optio
       options_(options),
       fair_share_(Capacity(scheduler->cluster()), options.fair_share_half_life) {
   on_node_.resize(static_cast<size_t>(scheduler_->cluster().node_count()));
+  preemptible_milli_.resize(on_node_.size(), 0);
   scheduler_->AddReservePlugin(std::make_unique<QuotaFilter>(quotas_.get()));
   holds_ = scheduler_->AddFilter(std::make_unique<HoldFilter>());
   if (options_.segregation > 0) {
@@ -182,9 +183,16 @@ Result<WorkloadId> Governor::Submit(WorkloadSpec spec, double now) {
   workload.spec = std::move(spec);
   workload.submitted = now;
   workload.share_key = FairShareKey(workload.spec.request.tenant);
+  workload.quota_leaf = quotas_->LeafOf(workload.spec.request.tenant);
+  const auto [shape, added] = shape_ids_.try_emplace(ShapeOf(workload.spec.request), static_cast<int>(shape_ids_.size()));
+  if (added) {
+    unfit_open_.push_back(0);
+    unfit_held_.push_back(0);
+  }
+  workload.shape_id = shape->second;
   const WorkloadId id = workload.id;
   Workload& stored = workloads_.emplace(id, std::move(workload)).first->second;
-  Link(queue_, &stored);
+  Enqueue(&stored);
   return id;
 }
 
@@ -279,6 +287,11 @@ void Governor::IndexNodes(Workload* workload, bool add) {
       list.erase(std::find(list.begin(), list.end(), workload));
     }
   }
+  if ((options_.preemptible & (1U << static_cast<int>(workload->spec.request.tier))) != 0) {
+    for (const Placement& placement : workload->placements) {
+      preemptible_milli_[placement.node] += (add ? 1 : -1) * int64_t{placement.gpu_milli} * Count(placement.gpus);
+    }
+  }
 }
 
 Status Governor::End(WorkloadId id, double now, bool learn) {
@@ -287,9 +300,10 @@ Status Governor::End(WorkloadId id, double now, bool learn) {
   Workload& workload = found->second;
   if (workload.state == WorkloadState::kQueued) {
     if (workload.nominated) Unhold(*workload.nominated);
-    Unlink(queue_, &workload);
+    Dequeue(&workload);
   } else {
     Unlink(running_, &workload);
+    by_end_.erase(workload.end_at);
     IndexNodes(&workload, /*add=*/false);
     fair_share_.Advance(now);
     for (ReservationId reservation : workload.reservations) (void)scheduler_->Release(reservation);
@@ -308,17 +322,8 @@ const Workload* Governor::Find(WorkloadId id) const {
 
 std::vector<WorkloadId> Governor::QueueOrder() const {
   std::vector<WorkloadId> order;
-  std::unordered_set<WorkloadId> listed;
-  for (WorkloadId id : last_order_) {
-    const Workload* workload = Find(id);
-    if (workload != nullptr && workload->state == WorkloadState::kQueued) {
-      order.push_back(id);
-      listed.insert(id);
-    }
-  }
-  for (const auto& [id, workload] : workloads_) {
-    if (workload.state == WorkloadState::kQueued && listed.count(id) == 0) order.push_back(id);
-  }
+  order.reserve(queue_.size());
+  for (const Workload* workload : queue_) order.push_back(workload->id);
   return order;
 }
 
@@ -346,40 +351,45 @@ void Governor::Learn(const Workload& workload, double ran) {
 
 double Governor::ExpectedEnd(const Workload& workload, double now) const {
   if (workload.state == WorkloadState::kTerminating) return now;
-  return std::max(workload.started + Estimate(workload), now);
+  return std::max(workload.expected_end, now);
 }
 
-std::vector<Workload*> Governor::Ordered() {
-  // The keys are computed once per workload, not once per comparison.
-  struct Entry {
-    int tier;
-    double factor;
-    double submitted;
-    WorkloadId id;
-    Workload* workload;
-  };
-  std::unordered_map<std::string, double> factors;
-  std::vector<Entry> entries;
-  entries.reserve(queue_.size());
-  for (Workload* workload : queue_) {
-    double factor = 0;
-    if (options_.fair_share) {
-      const auto [found, added] = factors.try_emplace(workload->share_key, 0.0);
-      if (added) found->second = fair_share_.Factor(workload->share_key);
-      factor = found->second;
-    }
-    const int tier = options_.tiers ? static_cast<int>(workload->spec.request.tier) : 0;
-    entries.push_back({tier, factor, workload->submitted, workload->id, workload});
+bool Governor::Before(const Workload* a, const Workload* b) const {
+  if (options_.tiers && a->spec.request.tier != b->spec.request.tier) return a->spec.request.tier > b->spec.request.tier;
+  if (options_.fair_share && a->order_factor != b->order_factor) return a->order_factor > b->order_factor;
+  return std::tie(a->submitted, a->id) < std::tie(b->submitted, b->id);
+}
+
+void Governor::Enqueue(Workload* workload) {
+  if (options_.fair_share) {
+    const auto [factor, added] = factors_.try_emplace(workload->share_key, 0.0);
+    if (added) factor->second = fair_share_.Factor(workload->share_key);
+    workload->order_factor = factor->second;
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    if (a.tier != b.tier) return a.tier > b.tier;
-    if (a.factor != b.factor) return a.factor > b.factor;
-    return std::tie(a.submitted, a.id) < std::tie(b.submitted, b.id);
-  });
-  std::vector<Workload*> queue;
-  queue.reserve(entries.size());
-  for (const Entry& entry : entries) queue.push_back(entry.workload);
-  return queue;
+  const auto at = std::upper_bound(queue_.begin(), queue_.end(), workload,
+                                   [this](const Workload* a, const Workload* b) { return Before(a, b); });
+  queue_.insert(at, workload);
+  if (workload->spec.members > 1) queued_gangs_.insert(workload);
+}
+
+void Governor::Dequeue(Workload* workload) {
+  auto [first, last] = std::equal_range(queue_.begin(), queue_.end(), workload,
+                                        [this](const Workload* a, const Workload* b) { return Before(a, b); });
+  const auto found = std::find(first, last, workload);
+  if (found != last) queue_.erase(found);
+  queued_gangs_.erase(workload);
+}
+
+void Governor::Reorder(double now) {
+  if (!options_.fair_share || now < next_reorder_) return;
+  next_reorder_ = now + options_.fair_share_refresh;
+  factors_.clear();
+  for (Workload* workload : queue_) {
+    const auto [factor, added] = factors_.try_emplace(workload->share_key, 0.0);
+    if (added) factor->second = fair_share_.Factor(workload->share_key);
+    workload->order_factor = factor->second;
+  }
+  std::sort(queue_.begin(), queue_.end(), [this](const Workload* a, const Workload* b) { return Before(a, b); });
 }
 
 void Governor::Hold(NodeId node) {
@@ -410,17 +420,14 @@ std::vector<Action> Governor::Schedule(double now) {
   Expire(now, actions);
   SetBackfillHold(false);
   head_.reset();
-  ends_built_ = false;
-  const std::vector<Workload*> order = Ordered();
-  last_order_.clear();
-  for (const Workload* workload : order) last_order_.push_back(workload->id);
+  Reorder(now);
+  const std::vector<Workload*> order = queue_;  // a pass moves workloads out of the queue
 
   // Shapes no node fits in this pass: placements only take room, so one that failed stays
   // failed (with the backfill hold on, only for requests that see the hold).
-  std::unordered_set<Shape, ShapeHash> unfit_open;
-  std::unordered_set<Shape, ShapeHash> unfit_held;
+  ++stamp_;
   int preemption_attempts = 0;
-  std::vector<std::tuple<Shape, Tier, const std::string*>> failed_preemptions;
+  std::vector<std::tuple<int, Tier, const std::string*>> failed_preemptions;
   bool blocked = false;
   int highest_waiting = -1;  // the highest tier found waiting for room so far in this pass
   for (Workload* workload : order) {
@@ -444,15 +451,15 @@ std::vector<Action> Governor::Schedule(double now) {
       Unhold(*workload->nominated);
       workload->nominated.reset();
       workload->victims.clear();
-      unfit_open.clear();  // the room held for it is open again
-      unfit_held.clear();
+      ++stamp_;  // the room held for it is open again
     }
     SetBackfillHold(head_ && now + Estimate(*workload) > head_->shadow_time);
-    const Shape shape = ShapeOf(workload->spec.request);
+    const int shape = workload->shape_id;
     const bool single = workload->spec.members == 1;
+    const bool known_unfit = unfit_open_[static_cast<size_t>(shape)] == stamp_ ||
+                             (backfill_held_ && unfit_held_[static_cast<size_t>(shape)] == stamp_);
     Blocked outcome = Blocked::kNoRoom;
-    if (single && (unfit_open.count(shape) != 0 || (backfill_held_ && unfit_held.count(shape) != 0)) &&
-        quotas_->Admits(workload->spec.request.tenant, workload->Demand())) {
+    if (single && known_unfit && quotas_->AdmitsLeaf(workload->quota_leaf, workload->Demand())) {
       workload->wait = Wait::kNoRoom;
     } else {
       outcome = TryPlace(*workload);
@@ -460,7 +467,9 @@ std::vector<Action> Governor::Schedule(double now) {
         Started(*workload, now, actions);
         continue;
       }
-      if (outcome == Blocked::kNoRoom && single) (backfill_held_ ? unfit_held : unfit_open).insert(shape);
+      if (outcome == Blocked::kNoRoom && single) {
+        (backfill_held_ ? unfit_held_ : unfit_open_)[static_cast<size_t>(shape)] = stamp_;
+      }
     }
     if (was_held) {  // its room is late: keep holding it a while
       workload->nominated = was_held;
@@ -511,12 +520,14 @@ void Governor::MarkRunning(Workload& workload, double now) {
     workload.placements.push_back(scheduler_->reservation(reservation)->placement);
   }
   Link(running_, &workload);
+  workload.expected_end = now + Estimate(workload);
+  workload.end_at = by_end_.emplace(workload.expected_end, &workload);
   IndexNodes(&workload, /*add=*/true);
   fair_share_.Allocate(workload.share_key, workload.Demand());
 }
 
 void Governor::Started(Workload& workload, double now, std::vector<Action>& actions) {
-  Unlink(queue_, &workload);
+  Dequeue(&workload);
   MarkRunning(workload, now);
   ++counters_.started;
   if (head_) ++counters_.backfilled;
@@ -526,7 +537,7 @@ void Governor::Started(Workload& workload, double now, std::vector<Action>& acti
 Governor::Blocked Governor::TryPlace(Workload& workload) {
   const Request& request = workload.spec.request;
   // The quota first, without a message (the scheduler's PreFilter would say it in words).
-  if (!quotas_->Admits(request.tenant, workload.Demand())) {
+  if (!quotas_->AdmitsLeaf(workload.quota_leaf, workload.Demand())) {
     workload.wait = Wait::kQuota;
     return Blocked::kQuota;
   }
@@ -690,6 +701,11 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
     if (cluster.state(node).cordoned || holds_->held(node) || NamedElsewhere(request, node)) continue;
     const std::vector<Workload*>& running_here = on_node_[node];
     if (chosen.empty() && running_here.empty()) continue;
+    if (chosen.empty()) {  // even with every preemptible workload gone, is there compute enough?
+      int64_t free = 0;
+      for (int32_t milli : cluster.view(node).free_milli()) free += milli;
+      if (free + preemptible_milli_[node] < request.TotalGpuMilli()) continue;
+    }
     NodeState base = cluster.state(node);
     for (const Candidate& c : chosen) give_back_on(base, *c.workload, node);
     Option option{node, {}, {-1, 0, 0.0}};
@@ -766,54 +782,56 @@ std::optional<Governor::BackfillReservation> Governor::ReserveFor(const Workload
   if (workload.spec.members > 1) {  // the members that fit now
     for (NodeId node = 0; node < static_cast<NodeId>(cluster.node_count()) && remaining > 0; ++node) take_on(node);
   }
-  for (const auto& [end, other] : EndsByTime(now)) {
-    for (const Placement& placement : other->placements) {
+  ByExpectedEnd(now, [&](double end, const Workload& other) {
+    for (const Placement& placement : other.placements) {
       auto [state, added] = overlay.try_emplace(placement.node, cluster.state(placement.node));
       GiveBack(state->second, placement);
       take_on(placement.node);
     }
-    if (remaining == 0) {
-      reservation.shadow_time = end;
-      return reservation;
-    }
-  }
+    if (remaining > 0) return true;
+    reservation.shadow_time = end;
+    return false;
+  });
+  if (remaining == 0) return reservation;
   return std::nullopt;  // it does not fit even when everything running has ended
 }
 
-const std::vector<std::pair<double, const Workload*>>& Governor::EndsByTime(double now) {
-  if (ends_built_) return ends_;
-  ends_.clear();
-  ends_.reserve(running_.size());
-  for (const Workload* other : running_) ends_.emplace_back(ExpectedEnd(*other, now), other);
-  std::sort(ends_.begin(), ends_.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first, a.second->id) < std::tie(b.first, b.second->id);
-  });
-  ends_built_ = true;
-  return ends_;
+template <typename Visit>
+void Governor::ByExpectedEnd(double now, Visit visit) const {
+  for (const Workload* other : running_) {  // few: the victims still ending
+    if (other->state == WorkloadState::kTerminating && !visit(now, *other)) return;
+  }
+  for (const auto& [end, other] : by_end_) {
+    if (other->state != WorkloadState::kTerminating && !visit(std::max(end, now), *other)) return;
+  }
 }
 
 std::optional<std::pair<NodeId, double>> Governor::RoomSoon(const Workload& workload, double now) {
   const Cluster& cluster = scheduler_->cluster();
   const Request& request = workload.spec.request;
   std::unordered_map<NodeId, NodeState> overlay;
-  for (const auto& [end, other] : EndsByTime(now)) {
-    if (end > now + options_.wait_for_room) break;
-    if (other->state == WorkloadState::kTerminating) continue;  // its room is someone else's
-    for (const Placement& placement : other->placements) {
+  std::optional<std::pair<NodeId, double>> room;
+  ByExpectedEnd(now, [&](double end, const Workload& other) {
+    if (end > now + options_.wait_for_room) return false;
+    if (other.state == WorkloadState::kTerminating) return true;  // its room is someone else's
+    for (const Placement& placement : other.placements) {
       const NodeId node = placement.node;
       if (cluster.state(node).cordoned || holds_->held(node) || NamedElsewhere(request, node)) continue;
       auto [state, added] = overlay.try_emplace(node, cluster.state(node));
       GiveBack(state->second, placement);
-      if (FitsOn(cluster.spec(node), state->second, request)) return std::make_pair(node, end);
+      if (FitsOn(cluster.spec(node), state->second, request)) {
+        room = std::make_pair(node, end);
+        return false;
+      }
     }
-  }
-  return std::nullopt;
+    return true;
+  });
+  return room;
 }
 
 void Governor::Expire(double now, std::vector<Action>& actions) {
   std::vector<WorkloadId> expired;
-  for (const Workload* workload : queue_) {
-    if (workload->spec.members == 1) continue;
+  for (const Workload* workload : queued_gangs_) {
     const double timeout = workload->spec.gang_timeout > 0 ? workload->spec.gang_timeout : options_.gang_timeout;
     if (now - workload->submitted > timeout) expired.push_back(workload->id);
   }

@@ -64,6 +64,9 @@ struct GovernorOptions {
   Queueing queueing = Queueing::kBackfill;
   bool fair_share = true;
   double fair_share_half_life = 7 * 24 * 3600.0;  // seconds
+  // Seconds between recomputations of the fair-share order (Slurm's PriorityCalcPeriod): in
+  // between, the queue's order holds and a new request is inserted at its place.
+  double fair_share_refresh = 60;
   ReclaimTiers reclaim = ReclaimTiers::kLowerOrEqual;
   // At most this many of a tenant's workloads preempted per window (0: no limit).
   int preemption_budget = 0;
@@ -137,7 +140,12 @@ struct Workload {
   std::vector<Placement> placements;         // what its reservations hold (the same order)
   bool observed = false;                     // the policy has seen it arrive (Policy::Observe)
   std::string share_key;                     // its quota leaf (or tenant): fair share and reclaim
-  size_t slot = 0;                           // its index in the Governor's queue or running list
+  size_t slot = 0;                           // its index in the Governor's running list
+  int shape_id = 0;                          // its request's shape, interned by the Governor
+  int quota_leaf = -1;                       // its tenant's quota leaf (QuotaTree::LeafOf)
+  double order_factor = 0;                   // queued: its tenant's fair-share factor as ordered
+  double expected_end = 0;                   // running: started + the estimate it started with
+  std::multimap<double, Workload*>::iterator end_at{};  // running: its entry in the Governor's ends
 
   Amount Demand() const { return AmountOf(spec.request) * spec.members; }
 };
@@ -188,7 +196,7 @@ class Governor {
   const Workload* Find(WorkloadId id) const;
   // Every workload queued, running or terminating, by id (= by submission).
   const std::map<WorkloadId, Workload>& workloads() const { return workloads_; }
-  // The queued workloads in the order of the last pass (those submitted since, at the end).
+  // The queued workloads in the order they will be considered.
   std::vector<WorkloadId> QueueOrder() const;
   size_t queued() const { return queue_.size(); }
   size_t running() const { return running_.size(); }
@@ -220,7 +228,12 @@ class Governor {
 
   enum class Blocked : uint8_t { kNone, kQuota, kNoRoom };
 
-  std::vector<Workload*> Ordered();
+  // Whether `a` goes before `b` in the queue.
+  bool Before(const Workload* a, const Workload* b) const;
+  void Enqueue(Workload* workload);
+  void Dequeue(Workload* workload);
+  // Recomputes the fair-share factors and re-sorts the queue (every fair_share_refresh seconds).
+  void Reorder(double now);
   Blocked TryPlace(Workload& workload);
   void Started(Workload& workload, double now, std::vector<Action>& actions);
   // Running from `now` on its reservations: the running list, the node index, fair share.
@@ -228,8 +241,10 @@ class Governor {
   bool TryPreempt(Workload& workload, double now, std::vector<Action>& actions);
   std::optional<Victims> FindVictims(const Workload& workload, double now);
   std::optional<BackfillReservation> ReserveFor(const Workload& workload, double now);
-  // The running workloads by expected end (this pass's, built on first use).
-  const std::vector<std::pair<double, const Workload*>>& EndsByTime(double now);
+  // Visits the running workloads by expected end (the terminating ones first, as ending now;
+  // overdue ones as ending now) until `visit` returns false.
+  template <typename Visit>
+  void ByExpectedEnd(double now, Visit visit) const;
   // The node and time at which departures alone make room for a one-member request within
   // options.wait_for_room, if any.
   std::optional<std::pair<NodeId, double>> RoomSoon(const Workload& workload, double now);
@@ -258,14 +273,23 @@ class Governor {
   void IndexNodes(Workload* workload, bool add);
 
   std::map<WorkloadId, Workload> workloads_;  // ordered by id = by submission; addresses are stable
-  std::vector<Workload*> queue_;              // queued, unordered (Ordered sorts)
+  std::vector<Workload*> queue_;              // queued, in order (Before)
   std::vector<Workload*> running_;            // running and terminating
+  std::multimap<double, Workload*> by_end_;   // running and terminating, by expected end
   std::vector<std::vector<Workload*>> on_node_;  // running and terminating workloads per node
+  std::vector<int64_t> preemptible_milli_;    // per node: GPU milli held by preemptible tiers
+  std::unordered_map<std::string, double> factors_;  // fair-share factor per share key, as ordered
+  double next_reorder_ = 0;
+  std::unordered_map<Shape, int, ShapeHash> shape_ids_;
+  // Per shape id: the stamp of the pass part in which no node fitted it (with and without the
+  // backfill hold); a stamp moves on at each pass and when held room opens within one.
+  std::vector<uint64_t> unfit_open_;
+  std::vector<uint64_t> unfit_held_;
+  uint64_t stamp_ = 0;
+  std::unordered_set<Workload*> queued_gangs_;
   WorkloadId next_id_ = 1;
-  std::vector<WorkloadId> last_order_;
   std::optional<BackfillReservation> head_;
-  std::vector<std::pair<double, const Workload*>> ends_;  // EndsByTime's, for the pass
-  bool ends_built_ = false;
+
   bool backfill_held_ = false;
   std::unordered_map<std::string, std::deque<double>> preemptions_;  // tenant -> times
   std::unordered_map<std::string, double> learned_;                  // tenant/tier -> seconds

@@ -145,10 +145,12 @@ Status QuotaTree::Admit(const std::string& tenant, const Amount& demand) const {
   return Check(leaf, tenant, demand, &why) ? Status::Ok() : Status::ResourceExhausted(std::move(why));
 }
 
-bool QuotaTree::Admits(const std::string& tenant, const Amount& demand) const {
+bool QuotaTree::Admits(const std::string& tenant, const Amount& demand) const { return AdmitsLeaf(LeafOf(tenant), demand); }
+
+bool QuotaTree::AdmitsLeaf(int leaf, const Amount& demand) const {
   if (!enabled()) return true;
-  const int leaf = LeafOf(tenant);
-  return leaf >= 0 && Check(leaf, tenant, demand, nullptr);
+  static const std::string kUnnamed;
+  return leaf >= 0 && Check(leaf, kUnnamed, demand, nullptr);
 }
 
 bool QuotaTree::Check(int leaf, const std::string& tenant, const Amount& demand, std::string* why) const {

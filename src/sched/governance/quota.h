@@ -94,6 +94,8 @@ class QuotaTree {
   Status Admit(const std::string& tenant, const Amount& demand) const;
   // The same answer without the message (the hot path: no string is built).
   bool Admits(const std::string& tenant, const Amount& demand) const;
+  // Admits for a leaf found with LeafOf (-1: refused while quotas are on).
+  bool AdmitsLeaf(int leaf, const Amount& demand) const;
   // Whether the tenant's usage plus `demand` stays within its own nominal at its leaf and every
   // ancestor: what it asks is its own, so it may reclaim what others borrowed.
   bool WithinNominal(const std::string& tenant, const Amount& demand) const;
