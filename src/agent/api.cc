@@ -186,6 +186,8 @@ Result<CreateRequest> CreateRequestOf(const api::SliceRequest& body) {
   request.kube = {body.labels.kube_namespace, body.labels.pod, body.labels.claim, body.labels.pod_uid};
   request.idempotency_key = body.idempotency_key.value_or("");
   request.gpu = body.gpu;
+  request.gang = body.gang.value_or("");
+  request.gang_size = body.gang_size.value_or(0);
   if (body.owner) {
     Result<uid_t> owner = OwnerOf(*body.owner);
     if (!owner.ok()) return owner.status();

@@ -267,6 +267,7 @@ Status ParseGovernance(const json& object, const std::string& where, Governance*
        {"tiers", [&](const json& v) { return Flag(v, &options.tiers); }},
        {"strict_tiers", [&](const json& v) { return Flag(v, &options.strict_tiers); }},
        {"preemption", [&](const json& v) { return Flag(v, &options.preemption); }},
+       {"protected_in_quota", [&](const json& v) { return Flag(v, &options.protected_in_quota); }},
        {"preemptible_tiers",
         [&](const json& v) {
           std::vector<std::string> names;

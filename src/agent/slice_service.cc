@@ -380,7 +380,7 @@ Status SliceService::Restore() {
       continue;
     }
     workload_of_[record.id] = *adopted;
-    slice_of_[*adopted] = record.id;
+    slices_of_[*adopted].push_back(record.id);
   }
   for (const std::string& uuid : exclusive_) CordonLocked(uuid);
   const int orphans = RemoveOrphans();
@@ -473,7 +473,9 @@ Status SliceService::SetFenced(const std::string& gpu, const std::string& why) {
 
 int SliceService::QueueLength() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int>(std::count_if(queue_.begin(), queue_.end(), [](const Queued& q) { return q.workload != 0; }));
+  return static_cast<int>(std::count_if(queue_.begin(), queue_.end(), [](const Queued& q) {
+    return q.workload != 0 || (!q.request.gang.empty() && !q.placed && !q.failed);
+  }));
 }
 
 std::vector<QueueEntry> SliceService::Queue() const {
@@ -490,6 +492,15 @@ std::vector<QueueEntry> SliceService::Queue() const {
                        entry->request.memory_bytes, entry->request.compute_share, entry->request.tier, entry->request.tenant,
                        std::chrono::duration_cast<std::chrono::milliseconds>(now - entry->queued_at).count(),
                        governor_->WhyWaiting(*workload)});
+  }
+  for (const Queued& entry : queue_) {  // gang members still arriving: not yet the Governor's
+    if (entry.request.gang.empty() || entry.workload != 0 || entry.placed || entry.failed) continue;
+    const auto pending = gangs_.find({OwnerOf(entry.request, entry.peer), entry.request.gang});
+    const int missing = pending == gangs_.end() ? 0 : entry.request.gang_size - pending->second.arrived;
+    entries.push_back({TicketTag(entry.ticket), ++position, OwnerOf(entry.request, entry.peer), entry.request.memory_bytes,
+                       entry.request.compute_share, entry.request.tier, entry.request.tenant,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(now - entry.queued_at).count(),
+                       "gang '" + entry.request.gang + "' waits for " + std::to_string(missing) + " more member(s)"});
   }
   return entries;
 }
@@ -605,10 +616,10 @@ Result<SliceRecord> SliceService::CreateLocked(const CreateRequest& request, con
 }
 
 Result<SliceRecord> SliceService::MakeSliceLocked(sched::WorkloadId workload_id, const CreateRequest& request,
-                                                  const net::Peer& peer, uint64_t owner_start_time) {
+                                                  const net::Peer& peer, uint64_t owner_start_time, size_t member) {
   const sched::Workload* workload = governor_->Find(workload_id);
-  if (workload == nullptr || workload->placements.empty()) return Status::Internal("the placement is gone");
-  const GpuState& gpu = gpus_[workload->placements.front().node];
+  if (workload == nullptr || workload->placements.size() <= member) return Status::Internal("the placement is gone");
+  const GpuState& gpu = gpus_[workload->placements[member].node];
   SliceRecord record;
   record.id = NewId();
   record.gpu_uuid = gpu.uuid;
@@ -641,11 +652,12 @@ Result<SliceRecord> SliceService::MakeSliceLocked(sched::WorkloadId workload_id,
     if (!written.ok()) std::filesystem::remove_all(record.dir, ignored);
   }
   if (!written.ok()) {
-    (void)governor_->Cancel(workload_id, Now());  // nothing half-made: the room goes back
+    // Nothing half-made: the room goes back (a gang's, once none of its members holds a slice).
+    if (slices_of_.count(workload_id) == 0) (void)governor_->Cancel(workload_id, Now());
     return written;
   }
   workload_of_[record.id] = workload_id;
-  slice_of_[workload_id] = record.id;
+  slices_of_[workload_id].push_back(record.id);
   slices_.push_back(record);
   Notify(record, /*gone=*/false);
   Log(LogLevel::kInfo, "create", SliceFields(record));
@@ -690,6 +702,7 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
   const uint64_t start_time = peer.unix_socket && peer.pid > 0 ? slice::ReadStartTime(peer.pid) : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::optional<Result<QueueStatus>> existing = ExistingLocked(request, peer)) return *existing;
+  if (!request.gang.empty()) return JoinGangLocked(request, peer, start_time);
   if (!request.wait) {
     Result<SliceRecord> created = CreateLocked(request, peer, start_time);
     if (!created.ok()) return created.status();
@@ -726,10 +739,76 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
   return QueueStatus{entry.ticket, position, std::nullopt};
 }
 
+int64_t SliceService::OwnerOf(const CreateRequest& request, const net::Peer& peer) {
+  return request.owner ? static_cast<int64_t>(*request.owner) : static_cast<int64_t>(peer.uid);
+}
+
+Result<QueueStatus> SliceService::JoinGangLocked(const CreateRequest& request, const net::Peer& peer,
+                                                 uint64_t owner_start_time) {
+  if (request.gang_size < 2 || request.gang_size > 64) return Status::InvalidArgument("gang_size must be 2..64");
+  if (!request.wait) return Status::InvalidArgument("a gang's members wait for each other: ask with wait");
+  if (request.gpu) return Status::InvalidArgument("a gang's members are placed by the agent: name no GPU");
+  const int64_t owner = OwnerOf(request, peer);
+  const auto key = std::make_pair(owner, request.gang);
+  auto [pending, added] = gangs_.try_emplace(key, PendingGang{request, 0, std::chrono::steady_clock::now()});
+  const CreateRequest& first = pending->second.request;
+  if (!added && (first.memory_bytes != request.memory_bytes || first.compute_share != request.compute_share ||
+                 first.compute_mode != request.compute_mode || first.tier != request.tier ||
+                 first.tenant != request.tenant || first.gang_size != request.gang_size)) {
+    return Status::InvalidArgument("gang '" + request.gang + "' has members asking other limits or another size; "
+                                   "every member asks the same");
+  }
+  ++pending->second.arrived;
+  Queued entry{NewTicket(), request, peer, owner_start_time, std::nullopt, std::chrono::steady_clock::now(), 0, std::nullopt};
+  queue_.push_back(entry);
+  const std::string ticket = entry.ticket;
+  Log(LogLevel::kInfo, "enqueue",
+      {{"ticket", TicketTag(ticket)}, {"gang", request.gang},
+       {"member", std::to_string(pending->second.arrived) + "/" + std::to_string(request.gang_size)},
+       {"memory", CompactBytes(request.memory_bytes)}, {"tier", slice::ToString(request.tier)},
+       {"tenant", request.tenant}, {"uid", std::to_string(owner)}});
+  if (pending->second.arrived < request.gang_size) return QueueStatus{ticket, PositionLocked(0), std::nullopt};
+  // Complete: one workload of gang_size members for the Governor.
+  sched::WorkloadSpec spec = SpecOf(request, /*may_preempt=*/true);
+  spec.members = request.gang_size;
+  gangs_.erase(pending);
+  Result<sched::WorkloadId> id = governor_->Submit(spec, Now());
+  if (!id.ok()) {
+    FailGangLocked(owner, request.gang, id.status().message());
+    return Status::InvalidArgument(id.status().message());
+  }
+  for (Queued& member : queue_) {
+    if (member.request.gang == request.gang && OwnerOf(member.request, member.peer) == owner && member.workload == 0 &&
+        !member.placed && !member.failed) {
+      member.workload = *id;
+    }
+  }
+  ScheduleLocked();
+  for (const Queued& member : queue_) {
+    if (member.ticket != ticket) continue;
+    if (member.failed) return *member.failed;
+    if (member.placed) return QueueStatus{ticket, 0, member.placed};
+    return QueueStatus{ticket, PositionLocked(*id), std::nullopt};
+  }
+  return Status::Internal("the gang's ticket is gone");
+}
+
+void SliceService::FailGangLocked(int64_t owner, const std::string& gang, const std::string& why) {
+  gangs_.erase(std::make_pair(owner, gang));
+  for (Queued& member : queue_) {
+    if (member.request.gang != gang || OwnerOf(member.request, member.peer) != owner || member.placed || member.failed) continue;
+    if (member.workload != 0) (void)governor_->Cancel(member.workload, Now());
+    member.workload = 0;
+    member.failed = Status::ResourceExhausted("gang '" + gang + "': " + why);
+    Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(member.ticket)}, {"reason", why}});
+  }
+}
+
 int SliceService::PositionLocked(sched::WorkloadId id) const {
   const std::vector<sched::WorkloadId> order = governor_->QueueOrder();
   const auto found = std::find(order.begin(), order.end(), id);
-  return found == order.end() ? static_cast<int>(order.size()) : static_cast<int>(found - order.begin()) + 1;
+  // Not (yet) the Governor's — a gang still gathering its members: after everyone it orders.
+  return found == order.end() ? static_cast<int>(order.size()) + 1 : static_cast<int>(found - order.begin()) + 1;
 }
 
 std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequest& request, const net::Peer& peer) {
@@ -819,6 +898,11 @@ Status SliceService::Cancel(const std::string& ticket) {
   if (it == queue_.end()) return Status::NotFound("no queued request " + ticket);
   if (it->placed) {
     (void)DeleteLocked(it->placed->id, "its queue ticket was cancelled");
+  } else if (!it->request.gang.empty() && !it->failed) {
+    const int64_t owner = OwnerOf(it->request, it->peer);
+    const std::string gang = it->request.gang;
+    FailGangLocked(owner, gang, "a member was cancelled");
+    it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.ticket == ticket; });
   } else {
     if (it->workload != 0) (void)governor_->Cancel(it->workload, Now());
     Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(ticket)}, {"reason", "cancelled"}});
@@ -836,43 +920,48 @@ bool SliceService::ScheduleLocked(sched::WorkloadId direct) {
       continue;
     }
     if (action.kind == sched::Action::Kind::kPreempt) {
-      const auto victim = slice_of_.find(action.workload);
-      const auto slice = victim == slice_of_.end() ? slices_.end()
-                                                   : std::find_if(slices_.begin(), slices_.end(),
-                                                                  [&](const SliceRecord& s) { return s.id == victim->second; });
-      if (slice == slices_.end()) {
+      const auto victim = slices_of_.find(action.workload);
+      if (victim == slices_of_.end()) {
         (void)governor_->Cancel(action.workload, Now());  // not a slice (it was being made): nothing to evict
         continue;
       }
       const sched::Workload* preemptor = governor_->Find(action.for_workload);
       static constexpr const char* kTierNames[] = {"batch", "standard", "latency"};
       const std::string tier = preemptor != nullptr ? kTierNames[static_cast<int>(preemptor->spec.request.tier)] : "higher";
-      preemptions_.push_back({*slice, action.reason == "reclaim"
-                                          ? "preempted: a tenant wants back the quota its own tenant borrowed"
-                                          : "preempted: a " + tier + "-tier request needs its room"});
+      for (const std::string& id : victim->second) {  // a gang ends whole
+        const auto slice = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.id == id; });
+        if (slice == slices_.end()) continue;
+        preemptions_.push_back({*slice, action.reason == "reclaim"
+                                            ? "preempted: a tenant wants back the quota its own tenant borrowed"
+                                            : "preempted: a " + tier + "-tier request needs its room"});
+      }
       continue;
     }
-    auto entry = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.workload == action.workload; });
-    if (entry == queue_.end()) continue;
-    entry->workload = 0;
-    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - entry->queued_at);
-    if (action.kind == sched::Action::Kind::kExpire) {
-      entry->failed = Status::ResourceExhausted(action.reason);
-      Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(entry->ticket)}, {"reason", action.reason}});
-      continue;
+    size_t member = 0;
+    for (Queued& entry : queue_) {
+      if (entry.workload != action.workload) continue;
+      entry.workload = 0;
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - entry.queued_at);
+      if (action.kind == sched::Action::Kind::kExpire) {
+        entry.failed = Status::ResourceExhausted(action.reason);
+        Log(LogLevel::kInfo, "dequeue", {{"ticket", TicketTag(entry.ticket)}, {"reason", action.reason}});
+        continue;
+      }
+      Result<SliceRecord> created =
+          MakeSliceLocked(action.workload, entry.request, entry.peer, entry.owner_start_time, member++);
+      if (!created.ok()) {
+        entry.failed = created.status();
+        Log(LogLevel::kWarn, "dequeue", {{"ticket", TicketTag(entry.ticket)}, {"reason", created.status().message()}});
+        continue;
+      }
+      entry.placed = *created;
+      Log(LogLevel::kInfo, "dequeue",
+          {{"ticket", TicketTag(entry.ticket)},
+           {"slice", created->id},
+           {"reason", "placed"},
+           {"waited_ms", std::to_string(waited.count())}});
     }
-    Result<SliceRecord> created = MakeSliceLocked(action.workload, entry->request, entry->peer, entry->owner_start_time);
-    if (!created.ok()) {
-      entry->failed = created.status();
-      Log(LogLevel::kWarn, "dequeue", {{"ticket", TicketTag(entry->ticket)}, {"reason", created.status().message()}});
-      continue;
-    }
-    entry->placed = *created;
-    Log(LogLevel::kInfo, "dequeue",
-        {{"ticket", TicketTag(entry->ticket)},
-         {"slice", created->id},
-         {"reason", "placed"},
-         {"waited_ms", std::to_string(waited.count())}});
   }
   return started_direct;
 }
@@ -922,6 +1011,21 @@ std::vector<std::string> SliceService::Reap() {
   }
   for (const std::string& id : candidates) {
     if (DeleteLocked(id, "released: its owner and every process of it exited").ok()) reaped.push_back(id);
+  }
+  // A gang whose members did not all arrive in time, or one of whose waiting clients exited, fails whole.
+  std::vector<std::pair<int64_t, std::string>> expired;
+  for (const auto& [key, pending] : gangs_) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - pending.first).count() >
+        governor_->options().gang_timeout) {
+      expired.push_back(key);
+    }
+  }
+  for (const auto& [owner, gang] : expired) FailGangLocked(owner, gang, "its members did not all arrive in time");
+  for (const Queued& entry : queue_) {
+    if (!entry.request.gang.empty() && !entry.placed && !entry.failed &&
+        slice::IsProcessDead(entry.peer.pid, entry.owner_start_time)) {
+      FailGangLocked(OwnerOf(entry.request, entry.peer), entry.request.gang, "a member's client exited");
+    }
   }
   std::erase_if(queue_, [&](const Queued& entry) {
     const bool dead = slice::IsProcessDead(entry.peer.pid, entry.owner_start_time);
@@ -1020,8 +1124,12 @@ Status SliceService::DeleteLocked(const std::string& id, const std::string& why)
   std::filesystem::remove_all(it->dir, ignored);
   membership_->Forget(id);
   if (const auto workload = workload_of_.find(id); workload != workload_of_.end()) {
-    (void)governor_->Finish(workload->second, Now());
-    slice_of_.erase(workload->second);
+    std::vector<std::string>& members = slices_of_[workload->second];
+    std::erase(members, id);
+    if (members.empty()) {  // a gang's room goes back with its last member
+      (void)governor_->Finish(workload->second, Now());
+      slices_of_.erase(workload->second);
+    }
     workload_of_.erase(workload);
   }
   const SliceRecord gone = *it;

@@ -83,6 +83,10 @@ struct CreateRequest {
   std::optional<uid_t> owner;
   // The most compute the agent may give a request that names none (the caller's rule).
   uint32_t max_share = 100;
+  // A gang (needs `wait`): the gang_size requests of one owner naming `gang`, with the same
+  // limits, are placed all at once or none (docs/governance.md "Gangs").
+  std::string gang;
+  int gang_size = 0;
 };
 
 // How the service governs its GPUs: the placement policy and the Governor's options and quotas
@@ -240,6 +244,12 @@ class SliceService {
     sched::WorkloadId workload = 0;  // while it waits
     std::optional<Status> failed;    // placed, but its slice could not be made
   };
+  // A gang whose members are still arriving: the Governor sees it once all have.
+  struct PendingGang {
+    CreateRequest request;  // the first member's: the others must ask the same
+    int arrived = 0;
+    std::chrono::steady_clock::time_point first;
+  };
   class SliceRows;  // the board-rows filter
 
   struct PendingRelease {
@@ -270,7 +280,12 @@ class SliceService {
   Status RefusalLocked(const CreateRequest& request, const sched::Workload& workload) const;
   // Makes the slice of a started workload on the GPU the Governor reserved.
   Result<SliceRecord> MakeSliceLocked(sched::WorkloadId workload, const CreateRequest& request, const net::Peer& peer,
-                                      uint64_t owner_start_time);
+                                      uint64_t owner_start_time, size_t member = 0);
+  // A gang member: queued with its ticket; the gang goes to the Governor once complete.
+  Result<QueueStatus> JoinGangLocked(const CreateRequest& request, const net::Peer& peer, uint64_t owner_start_time);
+  // Fails every waiting member of a gang (by owner and name) with `why`.
+  void FailGangLocked(int64_t owner, const std::string& gang, const std::string& why);
+  static int64_t OwnerOf(const CreateRequest& request, const net::Peer& peer);
   // The cordon of a GPU: exclusive or fenced.
   void CordonLocked(const std::string& uuid);
   double Now() const;
@@ -295,7 +310,8 @@ class SliceService {
   std::unique_ptr<sched::Governor> governor_;
   std::shared_ptr<std::vector<int>> slice_rows_;  // per GPU: slices on it (the SliceRows filter's)
   std::map<std::string, sched::WorkloadId> workload_of_;  // slice id → its workload
-  std::map<sched::WorkloadId, std::string> slice_of_;
+  std::map<sched::WorkloadId, std::vector<std::string>> slices_of_;  // a gang's workload has several
+  std::map<std::pair<int64_t, std::string>, PendingGang> gangs_;  // by owner and name
   std::vector<Preemption> preemptions_;
   std::string policy_;
   std::set<std::string> exclusive_;  // GPU uuids

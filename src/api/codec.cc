@@ -239,6 +239,8 @@ json ToJson(const SliceRequest& request) {
       body["owner"] = std::get<std::string>(*request.owner);
     }
   }
+  if (request.gang) body["gang"] = *request.gang;
+  if (request.gang_size) body["gang_size"] = *request.gang_size;
   if (request.idempotency_key) body["idempotency_key"] = *request.idempotency_key;
   return body;
 }
@@ -247,7 +249,8 @@ template <>
 Result<SliceRequest> Parse<SliceRequest>(const json& body) {
   if (Status known = OnlyKnownFields(body, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu",
                                             "release_on_exit", "wait", "job", "user", "account", "owner",
-                                            "idempotency_key", "namespace", "pod", "claim", "pod_uid"});
+                                            "idempotency_key", "namespace", "pod", "claim", "pod_uid", "gang",
+                                            "gang_size"});
       !known.ok()) {
     return known;
   }
@@ -313,6 +316,17 @@ Result<SliceRequest> Parse<SliceRequest>(const json& body) {
     if (Status read = ReadString(body, "idempotency_key", &key); !read.ok()) return read;
     if (Status valid = CheckIdempotencyKey(key); !valid.ok()) return valid;
     request.idempotency_key = key;
+  }
+  if (body.contains("gang") || body.contains("gang_size")) {
+    std::string gang;
+    int size = 0;
+    if (Status read = All({ReadString(body, "gang", &gang), ReadInteger(body, "gang_size", &size)}); !read.ok()) return read;
+    if (Status valid = CheckIdempotencyKey(gang); !valid.ok()) {
+      return Status::InvalidArgument("gang must be 1..128 of [A-Za-z0-9._:/-]");
+    }
+    if (size < 2 || size > 64) return Status::InvalidArgument("gang_size must be 2..64 (with gang)");
+    request.gang = gang;
+    request.gang_size = size;
   }
   return request;
 }

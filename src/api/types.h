@@ -52,6 +52,10 @@ struct SliceRequest {
   // Retrying a create with the same key (and owner) answers the slice already made for it,
   // 1..128 of [A-Za-z0-9._:/-] (docs/agent.md "Idempotent creates").
   std::optional<std::string> idempotency_key;
+  // A gang (with `wait`): the `gang_size` requests of one owner naming `gang` are placed all at
+  // once or none (docs/governance.md "Gangs"); each gets its own ticket and slice.
+  std::optional<std::string> gang;
+  std::optional<int> gang_size;
 
   bool operator==(const SliceRequest&) const = default;
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -611,6 +612,112 @@ TEST_F(AgentE2e, OomRefusalsAndPassThroughAreCountedPerSliceInMetrics) {
   const std::string labels = "{slice=\"" + capped["id"].get<std::string>() + "\",gpu=\"";
   EXPECT_NE(body.find("fgpu_slice_memory_cap_bytes" + labels), std::string::npos);
   EXPECT_NE(body.find("fgpu_slice_oom_refusals_total" + labels), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fgpu::testing
+
+namespace fgpu::testing {
+namespace {
+
+constexpr uint64_t kGovernanceGiB = uint64_t{1} << 30;
+
+// Polls a queue ticket until it is no longer waiting (200 with its position) or `seconds` pass.
+net::HttpResponse AwaitTicket(const std::function<Result<net::HttpResponse>(const std::string&, const std::string&,
+                                                                             const std::string&)>& call,
+                              const std::string& ticket, double seconds) {
+  net::HttpResponse last;
+  for (int i = 0; i < seconds * 20; ++i) {
+    Result<net::HttpResponse> polled = call("GET", "/v1/queue/" + ticket, "");
+    if (polled.ok()) last = *polled;
+    if (polled.ok() && polled->status != 200 && polled->status != 202) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return last;
+}
+
+// Issue 16 on the agent: two tenants with quotas on two 4 GiB GPUs; one borrows the other's idle
+// quota with batch work (a tier that is not preemptible may not borrow), and is reclaimed (its
+// slice evicted) when the owner asks for what is its own; past its quota with nothing to borrow,
+// a request is refused with the quota's reason.
+TEST_F(AgentE2e, AQuotaOwnerReclaimsWhatABorrowerTook) {
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"stop_loss": {"grace_s": 1}, "governance": {"preemption_delay_s": 0,
+      "quotas": [{"name": "team-a", "memory": "4GiB", "compute": 100},
+                 {"name": "team-b", "memory": "4GiB", "compute": 100}]}})";
+  StartAgent({"--config", config});
+  const auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
+    return Call(method, path, body);
+  };
+  for (int i = 0; i < 2; ++i) {
+    Result<net::HttpResponse> made = Call("POST", "/v1/slices", R"({"memory":"4GiB","tenant":"team-b","tier":"batch"})");
+    ASSERT_TRUE(made.ok());
+    ASSERT_EQ(made->status, 201) << made->body;  // the second borrows team-a's idle quota
+  }
+  const json quotas = json::parse(Call("GET", "/v1/quotas")->body);
+  ASSERT_EQ(quotas.size(), 2u) << quotas.dump();
+  EXPECT_EQ(quotas[1]["name"], "team-b");
+  EXPECT_EQ(quotas[1]["memory_used"], 8 * kGovernanceGiB);
+  Result<net::HttpResponse> owner = Call("POST", "/v1/slices", R"({"memory":"3GiB","tenant":"team-a","wait":true})");
+  ASSERT_TRUE(owner.ok());
+  ASSERT_EQ(owner->status, 202) << owner->body;
+  const net::HttpResponse placed = AwaitTicket(call, json::parse(owner->body)["ticket"], 10);
+  EXPECT_EQ(placed.status, 201) << placed.body << " — the borrower was not reclaimed";
+  const json slices = json::parse(Call("GET", "/v1/slices")->body);
+  ASSERT_EQ(slices.size(), 2u) << slices.dump();
+  int team_b = 0;
+  for (const json& slice : slices) team_b += slice["tenant"] == "team-b" ? 1 : 0;
+  EXPECT_EQ(team_b, 1) << "one of team-b's slices was evicted";
+  Result<net::HttpResponse> over = Call("POST", "/v1/slices", R"({"memory":"2GiB","tenant":"team-a"})");
+  ASSERT_TRUE(over.ok());
+  EXPECT_EQ(over->status, 409) << over->body;
+  EXPECT_NE(over->body.find("quota"), std::string::npos) << over->body;
+  const std::string log = StopAgent().stderr_text;
+  EXPECT_NE(log.find("warn preempt slice="), std::string::npos) << log;
+  EXPECT_NE(log.find("tenant=team-b"), std::string::npos) << log;
+  std::filesystem::remove(config);
+}
+
+// A small request behind a blocked large one is backfilled around it (it stays off the GPU held
+// for the large one), the large one is placed when room frees, and a gang of two slices is
+// placed at once, only when its second member has arrived.
+TEST_F(AgentE2e, BackfillRunsASmallRequestAroundABlockedOneAndAGangIsPlacedWhole) {
+  const std::string config = state_ + "-agent.json";
+  std::ofstream(config) << R"({"governance": {"preemption": false}})";
+  StartAgent({"--config", config});
+  const auto call = [&](const std::string& method, const std::string& path, const std::string& body) {
+    return Call(method, path, body);
+  };
+  const json first = json::parse(Call("POST", "/v1/slices", R"({"memory":"3GiB","gpu":"0"})")->body);
+  ASSERT_TRUE(Call("POST", "/v1/slices", R"({"memory":"3GiB","gpu":"1"})").ok());
+  Result<net::HttpResponse> large = Call("POST", "/v1/slices", R"({"memory":"2GiB","wait":true})");
+  ASSERT_EQ(large->status, 202) << large->body;
+  Result<net::HttpResponse> small = Call("POST", "/v1/slices", R"({"memory":"512MiB","wait":true})");
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(small->status, 201) << small->body << " — not backfilled around the blocked request";
+  const json queue = json::parse(Call("GET", "/v1/queue")->body);
+  ASSERT_EQ(queue.size(), 1u) << queue.dump();
+  EXPECT_EQ(queue[0]["reason"], "no node fits");
+  ASSERT_EQ(Call("DELETE", "/v1/slices/" + first["id"].get<std::string>())->status, 204);
+  const std::string large_ticket = json::parse(large->body)["ticket"];
+  EXPECT_EQ(AwaitTicket(call, large_ticket, 5).status, 201);
+
+  const std::string member = R"({"memory":"512MiB","wait":true,"gang":"train","gang_size":2})";
+  Result<net::HttpResponse> one = Call("POST", "/v1/slices", member);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->status, 202) << one->body;
+  const json waiting = json::parse(Call("GET", "/v1/queue")->body);
+  ASSERT_EQ(waiting.size(), 1u);
+  EXPECT_NE(waiting[0]["reason"].get<std::string>().find("waits for 1 more member"), std::string::npos) << waiting.dump();
+  const size_t before = json::parse(Call("GET", "/v1/slices")->body).size();
+  Result<net::HttpResponse> two = Call("POST", "/v1/slices", member);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->status, 201) << two->body;
+  EXPECT_EQ(AwaitTicket(call, json::parse(one->body)["ticket"], 5).status, 201);
+  EXPECT_EQ(json::parse(Call("GET", "/v1/slices")->body).size(), before + 2);
+  Result<net::HttpResponse> odd = Call("POST", "/v1/slices", R"({"memory":"1GiB","wait":true,"gang":"x","gang_size":1})");
+  EXPECT_EQ(odd->status, 400) << odd->body;
+  std::filesystem::remove(config);
 }
 
 }  // namespace

@@ -130,6 +130,7 @@ GovernorOptions PlainPreemption() {
   options.strict_tiers = false;
   options.segregation = 0;
   options.wait_for_room = 0;
+  options.protected_in_quota = false;
   return options;
 }
 
@@ -459,7 +460,8 @@ std::vector<Action> Governor::Schedule(double now) {
     const bool known_unfit = unfit_open_[static_cast<size_t>(shape)] == stamp_ ||
                              (backfill_held_ && unfit_held_[static_cast<size_t>(shape)] == stamp_);
     Blocked outcome = Blocked::kNoRoom;
-    if (single && known_unfit && quotas_->AdmitsLeaf(workload->quota_leaf, workload->Demand())) {
+    if (single && known_unfit && quotas_->AdmitsLeaf(workload->quota_leaf, workload->Demand()) &&
+        !BorrowsProtected(*workload)) {
       workload->wait = Wait::kNoRoom;
     } else {
       outcome = TryPlace(*workload);
@@ -537,7 +539,7 @@ void Governor::Started(Workload& workload, double now, std::vector<Action>& acti
 Governor::Blocked Governor::TryPlace(Workload& workload) {
   const Request& request = workload.spec.request;
   // The quota first, without a message (the scheduler's PreFilter would say it in words).
-  if (!quotas_->AdmitsLeaf(workload.quota_leaf, workload.Demand())) {
+  if (!quotas_->AdmitsLeaf(workload.quota_leaf, workload.Demand()) || BorrowsProtected(workload)) {
     workload.wait = Wait::kQuota;
     return Blocked::kQuota;
   }
@@ -570,7 +572,12 @@ std::string Governor::WhyWaiting(const Workload& workload) const {
                                        : "no node fits";
     case Wait::kQuota: {
       Status refused = quotas_->Admit(workload.spec.request.tenant, workload.Demand());
-      return refused.ok() ? "its quota refused it" : refused.message();
+      if (!refused.ok()) return refused.message();
+      if (BorrowsProtected(workload)) {
+        return "tenant '" + workload.spec.request.tenant +
+               "': a tier that is not preemptible uses only its own quota, and this would borrow";
+      }
+      return "its quota refused it";
     }
     case Wait::kStrictOrder:
       return "behind an earlier request that does not fit (strict order)";
@@ -580,6 +587,12 @@ std::string Governor::WhyWaiting(const Workload& workload) const {
       return "waiting for room that running workloads should free soon, on a node held for it";
   }
   return "";
+}
+
+bool Governor::BorrowsProtected(const Workload& workload) const {
+  if (!options_.protected_in_quota || !quotas_->enabled()) return false;
+  if ((options_.preemptible & (1U << static_cast<int>(workload.spec.request.tier))) != 0) return false;
+  return !quotas_->WithinNominal(workload.spec.request.tenant, workload.Demand());
 }
 
 bool Governor::BudgetLeft(const std::string& tenant, double now, int already) {
@@ -616,13 +629,15 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
   const bool may_reclaim =
       quotas_->enabled() && options_.reclaim != ReclaimTiers::kNone && quotas_->WithinNominal(tenant, demand);
   if (!quota_ok && !may_reclaim) return std::nullopt;
+  if (BorrowsProtected(workload)) return std::nullopt;  // no room made would admit it
   const bool may_preempt = options_.tiers && request.tier != Tier::kBatch;
   if (!may_preempt && !may_reclaim) return std::nullopt;
 
   struct Candidate {
     Workload* workload;
-    double lost;  // GPU milli-seconds it has run: the work a preemption throws away
-    bool reclaim;
+    double lost;     // GPU milli-seconds it has run: the work a preemption throws away
+    bool reclaim;    // preempted as a borrower (else by priority)
+    bool borrower;   // may be reclaimed (its tenant borrows; a tier reclaim allows)
   };
   const bool exempt_older =
       options_.preemption_exempt_after > 0 &&
@@ -633,14 +648,14 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
     const Tier tier = other->spec.request.tier;
     if ((options_.preemptible & (1U << static_cast<int>(tier))) == 0) return std::nullopt;
     if (exempt_older && now - other->started > options_.preemption_exempt_after) return std::nullopt;
-    bool reclaim = false;
-    if (!(may_preempt && tier < request.tier)) {
-      if (!may_reclaim || other->share_key == workload.share_key) return std::nullopt;
+    const bool priority = may_preempt && tier < request.tier;
+    bool borrower = false;
+    if (may_reclaim && other->share_key != workload.share_key) {
       const bool tier_allowed = options_.reclaim == ReclaimTiers::kLowerOrEqual ? tier <= request.tier : tier < request.tier;
-      if (!tier_allowed || quotas_->Borrowed(other->spec.request.tenant).IsZero()) return std::nullopt;
-      reclaim = true;
+      borrower = tier_allowed && !quotas_->Borrowed(other->spec.request.tenant).IsZero();
     }
-    return Candidate{other, (now - other->started) * static_cast<double>(other->Demand().gpu_milli), reclaim};
+    if (!priority && !borrower) return std::nullopt;
+    return Candidate{other, (now - other->started) * static_cast<double>(other->Demand().gpu_milli), !priority, borrower};
   };
   // Least disruptive first: lowest tier, then least work lost, then the newest.
   const auto less_disruptive = [](const Candidate& a, const Candidate& b) {
@@ -658,7 +673,10 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
   if (!quota_ok) {
     std::vector<Candidate> borrowers;
     for (Workload* other : running_) {
-      if (std::optional<Candidate> c = candidate(other); c && c->reclaim) borrowers.push_back(*c);
+      if (std::optional<Candidate> c = candidate(other); c && c->borrower) {
+        c->reclaim = true;  // taken for the quota: a reclaim, whatever its tier
+        borrowers.push_back(*c);
+      }
     }
     std::sort(borrowers.begin(), borrowers.end(), less_disruptive);
     QuotaTree trial = *quotas_;

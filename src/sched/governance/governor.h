@@ -77,6 +77,9 @@ struct GovernorOptions {
   int preemption_attempts_per_pass = 16;
   // The tiers whose workloads may be preempted (bit 1 << tier), by priority or by reclaim.
   uint8_t preemptible = 1U << static_cast<int>(Tier::kBatch);
+  // A request of a tier that is not preemptible is admitted only within its tenant's own
+  // nominal quota, never by borrowing (KAI's rule): what is borrowed can always be reclaimed.
+  bool protected_in_quota = true;
   // Seconds a request waits for room to free by itself before it preempts (0: at once). On a
   // busy cluster something ends every few seconds: waiting a little spares most victims.
   double preemption_delay = 30;
@@ -254,6 +257,8 @@ class Governor {
   void Expire(double now, std::vector<Action>& actions);
   Status End(WorkloadId id, double now, bool learn);
   double ExpectedEnd(const Workload& workload, double now) const;
+  // Whether the request is of a tier that is not preemptible and would borrow (protected_in_quota).
+  bool BorrowsProtected(const Workload& workload) const;
   // Whether the tenant may lose one more workload to preemption now, `already` chosen besides.
   bool BudgetLeft(const std::string& tenant, double now, int already);
   void Learn(const Workload& workload, double ran);

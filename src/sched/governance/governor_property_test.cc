@@ -87,6 +87,7 @@ GovernorOptions RandomOptions(Rng& rng) {
   options.preemption_escalation = static_cast<double>(rng.Uniform(2) * 50);
   options.strict_tiers = rng.Uniform(2) == 0;
   options.segregation = rng.Uniform(2) == 0 ? 0.0 : 0.9;
+  options.protected_in_quota = rng.Uniform(2) == 0;
   return options;
 }
 
@@ -120,6 +121,15 @@ void RunGovernor(uint64_t seed, std::string* out) {
         ends[now + 1 + static_cast<double>(rng.Uniform(600))].push_back(action.workload);
         // A gang is never partly placed.
         EXPECT_EQ(started->reservations.size(), static_cast<size_t>(started->spec.members));
+        // A tier that is not preemptible never borrows (its tenant within its nominal, with it).
+        const bool protected_tier = (options.preemptible & (1U << static_cast<int>(started->spec.request.tier))) == 0;
+        if (options.protected_in_quota && protected_tier && governor.quotas().enabled()) {
+          const QuotaTree& tree = governor.quotas();
+          const int leaf = tree.LeafOf(started->spec.request.tenant);
+          for (int at = leaf; at > 0; at = tree.Parent(at)) {
+            EXPECT_TRUE(tree.Usage(at).Within(tree.Nominal(at))) << "seed " << seed << " quota " << tree.Name(at);
+          }
+        }
       } else if (action.kind == Action::Kind::kPreempt) {
         const Workload* victim = governor.Find(action.workload);
         const Workload* preemptor = governor.Find(action.for_workload);
