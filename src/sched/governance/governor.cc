@@ -646,9 +646,10 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
   const auto candidate = [&](Workload* other) -> std::optional<Candidate> {
     if (other->state != WorkloadState::kRunning) return std::nullopt;
     const Tier tier = other->spec.request.tier;
-    if ((options_.preemptible & (1U << static_cast<int>(tier))) == 0) return std::nullopt;
     if (exempt_older && now - other->started > options_.preemption_exempt_after) return std::nullopt;
-    const bool priority = may_preempt && tier < request.tier;
+    // By priority only the preemptible tiers; a borrower of any tier reclaim allows (Kueue's
+    // reclaimWithinCohort: what is borrowed goes back, whatever it runs).
+    const bool priority = may_preempt && tier < request.tier && (options_.preemptible & (1U << static_cast<int>(tier))) != 0;
     bool borrower = false;
     if (may_reclaim && other->share_key != workload.share_key) {
       const bool tier_allowed = options_.reclaim == ReclaimTiers::kLowerOrEqual ? tier <= request.tier : tier < request.tier;

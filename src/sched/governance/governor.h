@@ -13,9 +13,9 @@
 //   (end this running workload to make room; its placements stay reserved until Finish),
 //   kExpire (a gang waited past its timeout and left the queue).
 // - A request that does not fit (or whose quota refuses it) may preempt: victims of a strictly
-//   lower tier (priority), or — when its tenant asks within its own nominal quota — workloads of
-//   tenants above their nominal (reclaim), of the tiers options.reclaim allows. Never a workload
-//   of an equal or higher tier by priority. Victims are chosen on one node to disrupt least:
+//   lower, preemptible tier (priority), or — when its tenant asks within its own nominal quota —
+//   workloads of tenants above their nominal (reclaim), of the tiers options.reclaim allows.
+//   Never a workload of an equal or higher tier by priority. Victims are chosen on one node to disrupt least:
 //   lowest tier first, then fewest, then least work lost (GPU-seconds run). A victim tenant's
 //   preemptions are limited per window (options.preemption_budget), and a request preempts only
 //   after waiting options.preemption_delay for room to free by itself. The preemptor is nominated
@@ -75,11 +75,13 @@ struct GovernorOptions {
   double gang_timeout = 600;        // seconds a gang may wait, unless it says
   // Preemption searches per pass (each looks at every running workload once).
   int preemption_attempts_per_pass = 16;
-  // The tiers whose workloads may be preempted (bit 1 << tier), by priority or by reclaim.
+  // The tiers whose workloads may be preempted by priority (bit 1 << tier). Reclaim takes back
+  // borrowed quota from any tier `reclaim` allows.
   uint8_t preemptible = 1U << static_cast<int>(Tier::kBatch);
   // A request of a tier that is not preemptible is admitted only within its tenant's own
-  // nominal quota, never by borrowing (KAI's rule): what is borrowed can always be reclaimed.
-  bool protected_in_quota = true;
+  // nominal quota, never by borrowing (KAI's rule). Off by default: borrowers of any tier are
+  // reclaimable anyway, and on the Alibaba trace it doubled the latency tier's p99.
+  bool protected_in_quota = false;
   // Seconds a request waits for room to free by itself before it preempts (0: at once). On a
   // busy cluster something ends every few seconds: waiting a little spares most victims.
   double preemption_delay = 30;
