@@ -489,15 +489,6 @@ std::vector<Action> Governor::Schedule(double now) {
       };
       if (!single || std::none_of(failed_preemptions.begin(), failed_preemptions.end(), same)) {
         ++preemption_attempts;
-        if (single && options_.wait_for_room > 0 && workload->room_at < 0) {
-          if (std::optional<std::pair<NodeId, double>> room = RoomSoon(*workload, now)) {
-            workload->nominated = room->first;
-            workload->room_at = room->second;
-            workload->wait = Wait::kRoomSoon;
-            Hold(room->first);
-            continue;
-          }
-        }
         if (TryPreempt(*workload, now, actions)) continue;
         if (single) failed_preemptions.emplace_back(shape, workload->spec.request.tier, &workload->share_key);
       }
@@ -606,6 +597,17 @@ bool Governor::TryPreempt(Workload& workload, double now, std::vector<Action>& a
   if (workload.spec.members > 1) return false;  // gangs wait for room; they do not preempt
   std::optional<Victims> victims = FindVictims(workload, now);
   if (!victims) return false;
+  // Preempting is the last resort: room that running work frees within wait_for_room spares
+  // the victims (once; the node is held for it meanwhile).
+  if (options_.wait_for_room > 0 && workload.room_at < 0) {
+    if (std::optional<std::pair<NodeId, double>> room = RoomSoon(workload, now)) {
+      workload.nominated = room->first;
+      workload.room_at = room->second;
+      workload.wait = Wait::kRoomSoon;
+      Hold(room->first);
+      return true;
+    }
+  }
   for (size_t i = 0; i < victims->ids.size(); ++i) {
     Workload& victim = workloads_.at(victims->ids[i]);
     victim.state = WorkloadState::kTerminating;
@@ -628,9 +630,9 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
   const bool quota_ok = quotas_->Admits(tenant, demand);
   const bool may_reclaim =
       quotas_->enabled() && options_.reclaim != ReclaimTiers::kNone && quotas_->WithinNominal(tenant, demand);
-  if (!quota_ok && !may_reclaim) return std::nullopt;
   if (BorrowsProtected(workload)) return std::nullopt;  // no room made would admit it
   const bool may_preempt = options_.tiers && request.tier != Tier::kBatch;
+  if (!quota_ok && !may_reclaim && !may_preempt) return std::nullopt;
   if (!may_preempt && !may_reclaim) return std::nullopt;
 
   struct Candidate {
@@ -669,14 +671,19 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
     return BudgetLeft(c.workload->spec.request.tenant, now, found == taken.end() ? 0 : found->second);
   };
 
-  // 1. Quota: borrowers, least disruptive first, until the tenant's request is admitted.
+  // 1. Quota: borrowers, and the tenant's own work of a lower preemptible tier (Kueue's
+  // withinClusterQueue), least disruptive first, until the tenant's request is admitted.
   std::vector<Candidate> chosen;
   if (!quota_ok) {
     std::vector<Candidate> borrowers;
     for (Workload* other : running_) {
-      if (std::optional<Candidate> c = candidate(other); c && c->borrower) {
+      std::optional<Candidate> c = candidate(other);
+      if (!c) continue;
+      if (c->borrower) {
         c->reclaim = true;  // taken for the quota: a reclaim, whatever its tier
         borrowers.push_back(*c);
+      } else if (!c->reclaim && other->share_key == workload.share_key) {
+        borrowers.push_back(*c);  // its own lower-tier work, by priority
       }
     }
     std::sort(borrowers.begin(), borrowers.end(), less_disruptive);

@@ -98,8 +98,9 @@ struct GovernorOptions {
   // numbers), so packing is unchanged; a tier that must preempt then finds nodes held by
   // preemptible work alone and clears a GPU with fewer, younger victims.
   double segregation = 0.9;
-  // Before preempting, a request whose room the running workloads' expected ends free within
-  // this many seconds holds that node and waits for it instead (once; 0: never waits).
+  // Before preempting, a request that would preempt and whose room the running workloads'
+  // expected ends free within this many seconds holds that node and waits for it instead
+  // (once; 0: never waits).
   double wait_for_room = 90;
 };
 

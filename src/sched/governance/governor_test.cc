@@ -318,6 +318,26 @@ TEST_F(GovernorTest, ABorrowerIsReclaimedWhenTheOwnerWantsItsQuotaBack) {
   EXPECT_EQ(governor_->counters().reclaimed, 1u);
 }
 
+TEST_F(GovernorTest, ATenantAtItsLimitPreemptsItsOwnLowerTierWorkToFitInItsQuota) {
+  Result<QuotaTree> quotas = QuotaTree::Create({{.name = "a", .nominal = Amount{0, 1000}, .borrowing_limit = Amount{}},
+                                                {.name = "b", .nominal = Amount{0, 1000}, .borrowing_limit = Amount{}}});
+  ASSERT_TRUE(quotas.ok());
+  Build(2, With([](GovernorOptions& o) {
+          o.queueing = Queueing::kGreedy;
+          o.fair_share = false;
+        }), std::move(*quotas));
+  const WorkloadId own_batch = Submit(Job(1000, Tier::kBatch, "a"));
+  EXPECT_EQ(Started(0).size(), 1u);  // a holds its whole quota; a GPU is idle
+  const WorkloadId latency = Submit(Job(500, Tier::kLatency, "a"), 1);
+  std::vector<Action> others;
+  EXPECT_TRUE(Started(1, &others).empty());
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].workload, own_batch);
+  EXPECT_EQ(others[0].reason, "priority");
+  ASSERT_TRUE(governor_->Finish(own_batch, 2).ok());
+  EXPECT_EQ(Started(2), std::vector<WorkloadId>{latency});
+}
+
 TEST_F(GovernorTest, ReclaimLimitedToLowerTiersLeavesAnEqualTierBorrowerAlone) {
   Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.reclaim = ReclaimTiers::kLower; }), TwoTeams());
   Submit(Job(1000, Tier::kStandard, "a"));
