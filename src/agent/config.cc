@@ -293,6 +293,12 @@ Status ParseGovernance(const json& object, const std::string& where, Governance*
           return Status::Ok();
         }},
        {"preemption_window_s", [&](const json& v) { return NonNegativeSeconds(v, &options.preemption_window); }},
+       {"preemption_searches_per_second",
+        [&](const json& v) {
+          if (!v.is_number() || v.get<double>() < 0) return Status::InvalidArgument("a number >= 0");
+          options.preemption_searches_per_second = v.get<double>();
+          return Status::Ok();
+        }},
        {"reclaim",
         [&](const json& v) {
           if (v == "none") options.reclaim = sched::ReclaimTiers::kNone;

@@ -192,12 +192,14 @@ TEST(GovernanceConfigTest, TheSectionIsReadStrictly) {
   };
   Result<AgentConfig> good = load(R"({"governance": {"queueing": "greedy", "preemption_delay_s": 0,
       "preemptible_tiers": ["batch", "standard"], "reclaim": "lower", "fair_share_half_life_h": 24,
+      "preemption_searches_per_second": 4,
       "quotas": [{"name": "org"}, {"name": "team", "parent": "org", "memory": "40GiB", "compute": 50,
                   "borrowing_compute": 25}], "default_quota": "team"}})");
   ASSERT_TRUE(good.ok()) << good.status().message();
   EXPECT_EQ(good->governance.options.queueing, sched::Queueing::kGreedy);
   EXPECT_EQ(good->governance.options.preemption_delay, 0);
   EXPECT_EQ(good->governance.options.preemptible, 3);
+  EXPECT_EQ(good->governance.options.preemption_searches_per_second, 4);
   EXPECT_EQ(good->governance.options.reclaim, sched::ReclaimTiers::kLower);
   ASSERT_EQ(good->governance.quotas.size(), 2u);
   EXPECT_EQ(good->governance.quotas[1].nominal->gpu_memory_bytes, int64_t{40} << 30);
@@ -210,7 +212,8 @@ TEST(GovernanceConfigTest, TheSectionIsReadStrictly) {
            {R"({"governance": {"quotas": [{"name": "t", "parent": "nope"}]}})", "unknown parent 'nope'"},
            {R"({"governance": {"quotas": [{"name": "t", "cpu": 1}]}})", "unknown key"},
            {R"({"governance": {"default_quota": "ghost", "quotas": [{"name": "t"}]}})", "not a leaf"},
-           {R"({"governance": {"wait_for_room_s": -1}})", "seconds >= 0"}}) {
+           {R"({"governance": {"wait_for_room_s": -1}})", "seconds >= 0"},
+           {R"({"governance": {"preemption_searches_per_second": "many"}})", "a number >= 0"}}) {
     Result<AgentConfig> bad = load(text);
     ASSERT_FALSE(bad.ok()) << text;
     EXPECT_NE(bad.status().message().find(says), std::string::npos) << text << " → " << bad.status().message();

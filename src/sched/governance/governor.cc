@@ -427,7 +427,10 @@ std::vector<Action> Governor::Schedule(double now) {
   // Shapes no node fits in this pass: placements only take room, so one that failed stays
   // failed (with the backfill hold on, only for requests that see the hold).
   ++stamp_;
-  int preemption_attempts = 0;
+  // Refill the preemption-search bucket for the time since the last pass.
+  const double rate = std::max(0.0, options_.preemption_searches_per_second);
+  search_tokens_ = tokens_at_ < 0 ? rate : std::min(rate, search_tokens_ + rate * std::max(0.0, now - tokens_at_));
+  tokens_at_ = now;
   std::vector<std::tuple<int, Tier, const std::string*>> failed_preemptions;
   bool blocked = false;
   int highest_waiting = -1;  // the highest tier found waiting for room so far in this pass
@@ -480,7 +483,7 @@ std::vector<Action> Governor::Schedule(double now) {
       continue;
     }
     if (options_.preemption && workload->spec.may_preempt &&
-        preemption_attempts < options_.preemption_attempts_per_pass &&
+        search_tokens_ >= 1 &&
         now - workload->submitted >= options_.preemption_delay) {
       // Victims only end within a pass: a search that failed fails again for the same ask.
       const auto same = [&](const auto& failed) {
@@ -488,7 +491,7 @@ std::vector<Action> Governor::Schedule(double now) {
                *std::get<2>(failed) == workload->share_key;
       };
       if (!single || std::none_of(failed_preemptions.begin(), failed_preemptions.end(), same)) {
-        ++preemption_attempts;
+        search_tokens_ -= 1;
         if (TryPreempt(*workload, now, actions)) continue;
         if (single) failed_preemptions.emplace_back(shape, workload->spec.request.tier, &workload->share_key);
       }
@@ -687,7 +690,15 @@ std::optional<Governor::Victims> Governor::FindVictims(const Workload& workload,
       }
     }
     std::sort(borrowers.begin(), borrowers.end(), less_disruptive);
-    QuotaTree trial = *quotas_;
+    // Tried on the tree itself (no copy), every credit charged back before returning.
+    QuotaTree& trial = *quotas_;
+    struct Restore {
+      QuotaTree& tree;
+      std::vector<Candidate>& credited;
+      ~Restore() {
+        for (const Candidate& c : credited) tree.Charge(c.workload->spec.request.tenant, c.workload->Demand());
+      }
+    } restore{trial, chosen};
     bool admitted = false;
     for (const Candidate& c : borrowers) {
       if (!budget_allows(c, taken_from)) continue;

@@ -73,8 +73,10 @@ struct GovernorOptions {
   double preemption_window = 3600;  // seconds
   double default_duration = 3600;   // seconds, when neither the request nor history says
   double gang_timeout = 600;        // seconds a gang may wait, unless it says
-  // Preemption searches per pass (each looks at every running workload once).
-  int preemption_attempts_per_pass = 16;
+  // Preemption searches per second of the Governor's clock (each looks at every node once; a
+  // token bucket holding one second's worth): what a pass may spend on them is bounded however
+  // often passes run. More finds victims sooner (the latency tier's tail) and preempts more.
+  double preemption_searches_per_second = 16;
   // The tiers whose workloads may be preempted by priority (bit 1 << tier). Reclaim takes back
   // borrowed quota from any tier `reclaim` allows.
   uint8_t preemptible = 1U << static_cast<int>(Tier::kBatch);
@@ -288,6 +290,8 @@ class Governor {
   std::vector<int64_t> preemptible_milli_;    // per node: GPU milli held by preemptible tiers
   std::unordered_map<std::string, double> factors_;  // fair-share factor per share key, as ordered
   double next_reorder_ = 0;
+  double search_tokens_ = 0;      // preemption searches the bucket holds
+  double tokens_at_ = -1;         // when it was last filled
   std::unordered_map<Shape, int, ShapeHash> shape_ids_;
   // Per shape id: the stamp of the pass part in which no node fitted it (with and without the
   // backfill hold); a stamp moves on at each pass and when held room opens within one.

@@ -177,6 +177,24 @@ TEST_F(GovernorTest, APreemptionBudgetProtectsATenantFromChurn) {
   EXPECT_EQ(others.size(), 1u);  // the window moved on
 }
 
+TEST_F(GovernorTest, PreemptionSearchesAreRationedPerSecondHoweverOftenPassesRun) {
+  Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.preemption_searches_per_second = 1; }));
+  Submit(Job(1000, Tier::kBatch, "victim"));
+  Submit(Job(1000, Tier::kBatch, "victim"));
+  EXPECT_EQ(Started(0).size(), 2u);
+  Submit(Job(1000, Tier::kLatency, "boss"), 1);
+  Submit(Job(1000, Tier::kLatency, "boss"), 1);
+  std::vector<Action> others;
+  Started(1, &others);
+  EXPECT_EQ(others.size(), 1u);  // the bucket holds one search
+  others.clear();
+  Started(1.25, &others);
+  Started(1.5, &others);
+  EXPECT_TRUE(others.empty());  // half a search refilled: none
+  Started(2, &others);
+  EXPECT_EQ(others.size(), 1u);
+}
+
 TEST_F(GovernorTest, ARequestWaitsForRoomThatFreesSoonInsteadOfPreempting) {
   Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.wait_for_room = 60; }));
   const WorkloadId ends_soon = Submit(Job(1000, Tier::kBatch, "t", 30));
