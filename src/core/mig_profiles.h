@@ -57,6 +57,7 @@ struct ModelInfo {
 struct Placed {
   uint32_t profile_id = 0;
   int start = 0;
+  bool operator==(const Placed&) const = default;
 };
 
 std::span<const ModelInfo> Models();
