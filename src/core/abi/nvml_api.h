@@ -93,6 +93,72 @@ FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t devic
 FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
                                                                     nvmlProcessesUtilizationInfo_t* procesesUtilInfo);
 
+// Multi-Instance GPU. Mode changes and instance creation/destruction need root.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
+                                                   nvmlReturn_t* activationStatus);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                                                  nvmlGpuInstanceProfileInfo_t* info);
+// info: a v2 or v3 struct whose version field says which.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
+                                                                   nvmlGpuInstanceProfileInfo_v2_t* info);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device,
+                                                                            unsigned int profileId,
+                                                                            nvmlGpuInstancePlacement_t* placements,
+                                                                            unsigned int* count);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsigned int profileId,
+                                                                        unsigned int* count);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profileId,
+                                                          nvmlGpuInstance_t* gpuInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
+                                                                       const nvmlGpuInstancePlacement_t* placement,
+                                                                       nvmlGpuInstance_t* gpuInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
+                                                        nvmlGpuInstance_t* gpuInstances, unsigned int* count);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                                           nvmlGpuInstance_t* gpuInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t* info);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance,
+                                                                           unsigned int profile,
+                                                                           unsigned int engProfile,
+                                                                           nvmlComputeInstanceProfileInfo_t* info);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
+    nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
+    nvmlComputeInstanceProfileInfo_v2_t* info);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_t gpuInstance,
+                                                                                 unsigned int profileId,
+                                                                                 unsigned int* count);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+    nvmlGpuInstance_t gpuInstance, unsigned int profileId, nvmlComputeInstancePlacement_t* placements,
+    unsigned int* count);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance,
+                                                                   unsigned int profileId,
+                                                                   nvmlComputeInstance_t* computeInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(
+    nvmlGpuInstance_t gpuInstance, unsigned int profileId, const nvmlComputeInstancePlacement_t* placement,
+    nvmlComputeInstance_t* computeInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
+                                                                 unsigned int profileId,
+                                                                 nvmlComputeInstance_t* computeInstances,
+                                                                 unsigned int* count);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t gpuInstance, unsigned int id,
+                                                                    nvmlComputeInstance_t* computeInstance);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo(nvmlComputeInstance_t computeInstance,
+                                                         nvmlComputeInstanceInfo_t* info);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance,
+                                                            nvmlComputeInstanceInfo_t* info);
+// MIG device handles: one per compute instance, usable where a device handle is documented
+// to accept one (name, UUID, memory, the queries below).
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* isMigDevice);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                                  nvmlDevice_t* migDevice);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
+                                                                           nvmlDevice_t* device);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

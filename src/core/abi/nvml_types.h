@@ -171,6 +171,159 @@ typedef struct nvmlPciInfo_st {
   char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];  // "%08X:%02X:%02X.0"
 } nvmlPciInfo_t;
 
+// ---- Multi-Instance GPU --------------------------------------------------------------
+
+// What nvmlDeviceGetGpuInstanceProfileInfo takes: a profile index, not nvidia-smi's id.
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7  // 1g with the media engines (+me)
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9  // 1g with 2 memory slices
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0xA
+
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x8
+
+// Every engine but the SMs is shared by a GPU instance's compute instances.
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT 0x1
+
+// nvmlGpuInstanceProfileInfo_v3_t.capabilities bits.
+#define NVML_GPU_INSTANCE_PROFILE_CAPS_P2P 0x1
+
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
+
+typedef struct nvmlGpuInstancePlacement_st {
+  unsigned int start;  // first memory slice
+  unsigned int size;   // memory slices
+} nvmlGpuInstancePlacement_t;
+
+typedef struct nvmlGpuInstanceProfileInfo_st {
+  unsigned int id;  // nvidia-smi's profile id
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;     // compute slices
+  unsigned int instanceCount;  // how many the GPU can hold
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+} nvmlGpuInstanceProfileInfo_t;
+
+// v2: a version word first and the profile's name last.
+typedef struct nvmlGpuInstanceProfileInfo_v2_st {
+  unsigned int version;  // nvmlGpuInstanceProfileInfo_v2
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} nvmlGpuInstanceProfileInfo_v2_t;
+#define nvmlGpuInstanceProfileInfo_v2 NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2)
+
+// v3: isP2pSupported becomes a capabilities bit field at the end.
+typedef struct nvmlGpuInstanceProfileInfo_v3_st {
+  unsigned int version;  // nvmlGpuInstanceProfileInfo_v3
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+  unsigned int capabilities;  // NVML_GPU_INSTANCE_PROFILE_CAPS_*
+} nvmlGpuInstanceProfileInfo_v3_t;
+#define nvmlGpuInstanceProfileInfo_v3 NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 3)
+
+typedef struct nvmlGpuInstanceInfo_st {
+  nvmlDevice_t device;  // the parent GPU
+  unsigned int id;
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct nvmlComputeInstancePlacement_st {
+  unsigned int start;  // first compute slice of the GPU instance
+  unsigned int size;   // compute slices
+} nvmlComputeInstancePlacement_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_v2_st {
+  unsigned int version;  // nvmlComputeInstanceProfileInfo_v2
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} nvmlComputeInstanceProfileInfo_v2_t;
+#define nvmlComputeInstanceProfileInfo_v2 NVML_STRUCT_VERSION(ComputeInstanceProfileInfo, 2)
+
+typedef struct nvmlComputeInstanceProfileInfo_v3_st {
+  unsigned int version;  // nvmlComputeInstanceProfileInfo_v3
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+  unsigned int capabilities;
+} nvmlComputeInstanceProfileInfo_v3_t;
+#define nvmlComputeInstanceProfileInfo_v3 NVML_STRUCT_VERSION(ComputeInstanceProfileInfo, 3)
+
+typedef struct nvmlComputeInstanceInfo_st {
+  nvmlDevice_t device;             // the parent GPU
+  nvmlGpuInstance_t gpuInstance;   // the parent GPU instance
+  unsigned int id;
+  unsigned int profileId;
+  nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
@@ -257,6 +410,30 @@ FGPU_NVML_ASSERT_(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t (v3) size");
 FGPU_NVML_ASSERT_(offsetof(nvmlPciInfo_t, domain) == 16, "nvmlPciInfo_t.domain");
 FGPU_NVML_ASSERT_(offsetof(nvmlPciInfo_t, pciSubSystemId) == 32, "nvmlPciInfo_t.pciSubSystemId");
 FGPU_NVML_ASSERT_(offsetof(nvmlPciInfo_t, busId) == 36, "nvmlPciInfo_t.busId");
+
+// MIG structs (LP64 layouts of nvml.h; sizes follow from the field lists).
+FGPU_NVML_ASSERT_(sizeof(nvmlGpuInstancePlacement_t) == 8, "nvmlGpuInstancePlacement_t size");
+FGPU_NVML_ASSERT_(sizeof(nvmlGpuInstanceProfileInfo_t) == 48, "nvmlGpuInstanceProfileInfo_t size");
+FGPU_NVML_ASSERT_(offsetof(nvmlGpuInstanceProfileInfo_t, memorySizeMB) == 40, "nvmlGpuInstanceProfileInfo_t.memorySizeMB");
+FGPU_NVML_ASSERT_(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152, "nvmlGpuInstanceProfileInfo_v2_t size");
+FGPU_NVML_ASSERT_(offsetof(nvmlGpuInstanceProfileInfo_v2_t, name) == 56, "nvmlGpuInstanceProfileInfo_v2_t.name");
+FGPU_NVML_ASSERT_(sizeof(nvmlGpuInstanceProfileInfo_v3_t) == 152, "nvmlGpuInstanceProfileInfo_v3_t size");
+FGPU_NVML_ASSERT_(offsetof(nvmlGpuInstanceProfileInfo_v3_t, memorySizeMB) == 40,
+                  "nvmlGpuInstanceProfileInfo_v3_t.memorySizeMB");
+FGPU_NVML_ASSERT_(offsetof(nvmlGpuInstanceProfileInfo_v3_t, capabilities) == 144,
+                  "nvmlGpuInstanceProfileInfo_v3_t.capabilities");
+FGPU_NVML_ASSERT_(nvmlGpuInstanceProfileInfo_v2 == 0x02000098u, "nvmlGpuInstanceProfileInfo_v2 constant");
+FGPU_NVML_ASSERT_(nvmlGpuInstanceProfileInfo_v3 == 0x03000098u, "nvmlGpuInstanceProfileInfo_v3 constant");
+FGPU_NVML_ASSERT_(sizeof(nvmlGpuInstanceInfo_t) == 24, "nvmlGpuInstanceInfo_t size");
+FGPU_NVML_ASSERT_(offsetof(nvmlGpuInstanceInfo_t, placement) == 16, "nvmlGpuInstanceInfo_t.placement");
+FGPU_NVML_ASSERT_(sizeof(nvmlComputeInstanceProfileInfo_t) == 36, "nvmlComputeInstanceProfileInfo_t size");
+FGPU_NVML_ASSERT_(sizeof(nvmlComputeInstanceProfileInfo_v2_t) == 136, "nvmlComputeInstanceProfileInfo_v2_t size");
+FGPU_NVML_ASSERT_(sizeof(nvmlComputeInstanceProfileInfo_v3_t) == 140, "nvmlComputeInstanceProfileInfo_v3_t size");
+FGPU_NVML_ASSERT_(offsetof(nvmlComputeInstanceProfileInfo_v3_t, capabilities) == 136,
+                  "nvmlComputeInstanceProfileInfo_v3_t.capabilities");
+FGPU_NVML_ASSERT_(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t size");
+FGPU_NVML_ASSERT_(offsetof(nvmlComputeInstanceInfo_t, id) == 16, "nvmlComputeInstanceInfo_t.id");
+FGPU_NVML_ASSERT_(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "nvmlComputeInstanceInfo_t.placement");
 
 #undef FGPU_NVML_ASSERT_
 

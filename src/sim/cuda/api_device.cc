@@ -18,10 +18,11 @@ CUresult CheckedDevice(CUdevice dev) {
   return rt.CheckDevice(dev);
 }
 
-// "GPU-01234567-89ab-cdef-0123-456789abcdef" -> 16 bytes. Returns false on malformed input.
+// "GPU-01234567-89ab-cdef-0123-456789abcdef" (or "MIG-...", a MIG device's) -> 16 bytes.
+// Returns false on malformed input.
 bool UuidBytes(const std::string& uuid, CUuuid* out) {
   std::string hex;
-  for (char c : uuid.substr(uuid.rfind("GPU-", 0) == 0 ? 4 : 0)) {
+  for (char c : uuid.substr(uuid.rfind("GPU-", 0) == 0 || uuid.rfind("MIG-", 0) == 0 ? 4 : 0)) {
     if (c != '-') hex.push_back(c);
   }
   if (hex.size() != 32) return false;

@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cctype>
+#include <string_view>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -50,9 +52,7 @@ CUresult Runtime::Init(unsigned flags) {
     return init_result_;
   }
   shared_ = std::move(attached).value();
-  std::vector<std::string> uuids;
-  for (int i = 0; i < shared_->device_count(); ++i) uuids.push_back(shared_->spec(i).uuid);
-  visible_ = ParseVisibleDevices(std::getenv("CUDA_VISIBLE_DEVICES"), uuids);
+  ChooseVisibleDevices(std::getenv("CUDA_VISIBLE_DEVICES"));
   if (visible_.empty()) {
     init_result_ = CUDA_ERROR_NO_DEVICE;  // what the driver says when CUDA_VISIBLE_DEVICES hides every device
     return init_result_;
@@ -61,6 +61,61 @@ CUresult Runtime::Init(unsigned flags) {
   init_result_ = CUDA_SUCCESS;
   initialized_.store(true, std::memory_order_release);
   return init_result_;
+}
+
+namespace {
+
+bool SameIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+// As the driver: a MIG UUID in the list makes the process see exactly that one compute
+// instance (only one MIG device is enumerated per process) and binds the process to it, so its
+// memory is charged against the GPU instance. Without one, GPUs in MIG mode are not enumerated:
+// their memory and SMs belong to the instances.
+void Runtime::ChooseVisibleDevices(const char* value) {
+  if (value != nullptr) {
+    std::string_view rest(value);
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view entry = rest.substr(0, comma);
+      while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.front()))) entry.remove_prefix(1);
+      while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.back()))) entry.remove_suffix(1);
+      if (entry.size() > 4 && SameIgnoringCase(entry.substr(0, 4), "MIG-")) {
+        for (int d = 0; d < shared_->device_count(); ++d) {
+          const MigSnapshot mig = shared_->Mig(d);
+          if (!mig.enabled) continue;
+          for (const GpuInstanceState& gi : mig.gpu_instances) {
+            const fgpu::mig::Profile* profile = fgpu::mig::FindProfile(*mig.model, gi.profile_id);
+            for (const ComputeInstanceState& ci : gi.compute) {
+              const DeviceSpec& parent = shared_->spec(d);
+              if (profile == nullptr || !SameIgnoringCase(MigUuid(parent.uuid, gi.id, ci.id), entry)) continue;
+              if (!shared_->BindMigInstance(d, gi.id, ci.id)) continue;
+              DeviceSpec view = parent;
+              view.name = MigDeviceName(parent.name, *profile, ci.size);
+              view.uuid = MigUuid(parent.uuid, gi.id, ci.id);
+              view.total_bytes = profile->memory_bytes;
+              view.sm_count = ComputeInstanceSms(*mig.model, *profile, ci.size);
+              mig_spec_ = view;
+              mig_gpu_instance_ = gi.id;
+              visible_ = {d};
+              return;
+            }
+          }
+        }
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  std::vector<std::string> uuids;
+  for (int i = 0; i < shared_->device_count(); ++i) uuids.push_back(shared_->spec(i).uuid);
+  visible_ = ParseVisibleDevices(value, uuids);
+  std::erase_if(visible_, [&](int d) { return shared_->Mig(d).enabled; });
 }
 
 CUresult Runtime::RequireInit() const {

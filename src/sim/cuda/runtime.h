@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/abi/cuda_types.h"
@@ -43,13 +44,16 @@ class Runtime {
   // CUDA_ERROR_INVALID_DEVICE unless 0 <= device < device_count().
   CUresult CheckDevice(int device) const;
   int physical(int device) const { return visible_[static_cast<size_t>(device)]; }
-  const DeviceSpec& spec(int device) const { return shared_->spec(physical(device)); }
+  // A MIG device (CUDA_VISIBLE_DEVICES=MIG-...) is its compute instance's view of the parent.
+  const DeviceSpec& spec(int device) const { return mig_spec_ ? *mig_spec_ : shared_->spec(physical(device)); }
   uint64_t RoundToGranularity(int device, uint64_t bytes) const;
 
   // Charges device memory to this process (OOM -> false, nothing charged).
   bool Charge(int device, uint64_t bytes) { return shared_->TryCharge(physical(device), bytes); }
   void Credit(int device, uint64_t bytes) { shared_->Credit(physical(device), bytes); }
-  MemoryInfo Memory(int device) { return shared_->Memory(physical(device)); }
+  MemoryInfo Memory(int device) {
+    return mig_spec_ ? shared_->GpuInstanceMemory(physical(device), mig_gpu_instance_) : shared_->Memory(physical(device));
+  }
 
   // --- contexts -----------------------------------------------------------------
   // New non-primary context, made current on this thread (cuCtxCreate semantics).
@@ -106,6 +110,11 @@ class Runtime {
   std::atomic<bool> initialized_{false};  // Init succeeded (set once, never cleared)
   std::unique_ptr<SharedDevices> shared_;
   std::vector<int> visible_;  // CUDA ordinal -> physical device
+  // Set when the process uses a MIG compute instance (then visible_ has one entry, its GPU).
+  std::optional<DeviceSpec> mig_spec_;
+  uint32_t mig_gpu_instance_ = 0;
+  // CUDA_VISIBLE_DEVICES -> visible_ (and the MIG binding); see docs/sim.md "MIG".
+  void ChooseVisibleDevices(const char* value);
   std::vector<PrimarySlot> primaries_;
   unsigned long long next_context_id_ = 1;
 };

@@ -6,15 +6,18 @@
 
 #include "core/abi/nvml_api.h"
 #include "sim/nvml/library.h"
+#include "sim/nvml/mig_view.h"
 #include "sim/nvml/pci_info.h"
 
 namespace {
 
 using fgpu::sim::nvml::CopyOut;
 using fgpu::sim::nvml::FillPciInfo;
+using fgpu::sim::nvml::MigDeviceView;
 using fgpu::sim::nvml::ParsePciBusId;
 using fgpu::sim::nvml::PciAddress;
 using fgpu::sim::nvml::Session;
+using fgpu::sim::nvml::ViewMigDevice;
 using fgpu::sim::nvml::WithDevice;
 using fgpu::sim::nvml::WithSession;
 
@@ -87,15 +90,24 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t
   });
 }
 
+// Name and UUID accept MIG device handles too, as the real NVML does.
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
-  return WithDevice(device, [&](Session& session, int index) {
-    return CopyOut(session.shared().spec(index).name, name, length);
+  return WithSession([&](Session& session) {
+    int index = 0;
+    if (session.Resolve(device, &index) == NVML_SUCCESS) return CopyOut(session.shared().spec(index).name, name, length);
+    MigDeviceView view;
+    if (nvmlReturn_t rc = ViewMigDevice(session, device, &view); rc != NVML_SUCCESS) return rc;
+    return CopyOut(view.name, name, length);
   });
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
-  return WithDevice(device, [&](Session& session, int index) {
-    return CopyOut(session.shared().spec(index).uuid, uuid, length);
+  return WithSession([&](Session& session) {
+    int index = 0;
+    if (session.Resolve(device, &index) == NVML_SUCCESS) return CopyOut(session.shared().spec(index).uuid, uuid, length);
+    MigDeviceView view;
+    if (nvmlReturn_t rc = ViewMigDevice(session, device, &view); rc != NVML_SUCCESS) return rc;
+    return CopyOut(view.uuid, uuid, length);
   });
 }
 
@@ -129,16 +141,6 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
     if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     *major = session.shared().spec(index).cc_major;
     *minor = session.shared().spec(index).cc_minor;
-    return NVML_SUCCESS;
-  });
-}
-
-// The simulator models whole GPUs only.
-nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode) {
-  return WithDevice(device, [&](Session&, int) {
-    if (currentMode == nullptr || pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    *currentMode = NVML_DEVICE_MIG_DISABLE;
-    *pendingMode = NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;
   });
 }

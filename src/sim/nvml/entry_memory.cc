@@ -9,13 +9,31 @@
 
 #include "core/abi/nvml_api.h"
 #include "sim/nvml/library.h"
+#include "sim/nvml/mig_view.h"
 
 namespace {
 
 using fgpu::sim::MemoryInfo;
 using fgpu::sim::ProcessMemory;
 using fgpu::sim::nvml::Session;
+using fgpu::sim::nvml::MigDeviceView;
+using fgpu::sim::nvml::ViewMigDevice;
 using fgpu::sim::nvml::WithDevice;
+using fgpu::sim::nvml::WithSession;
+
+// A device's memory, or for a MIG device handle its GPU instance's (the real NVML's
+// per-instance view): the instance's size and the charges of the processes using it.
+nvmlReturn_t MemoryOf(Session& session, nvmlDevice_t device, MemoryInfo* info) {
+  int index = 0;
+  if (session.Resolve(device, &index) == NVML_SUCCESS) {
+    *info = session.shared().Memory(index);
+    return NVML_SUCCESS;
+  }
+  MigDeviceView view;
+  if (nvmlReturn_t rc = ViewMigDevice(session, device, &view); rc != NVML_SUCCESS) return rc;
+  *info = session.shared().GpuInstanceMemory(view.ref.device, view.ref.gi);
+  return NVML_SUCCESS;
+}
 
 constexpr unsigned int kNoMigInstance = 0xFFFFFFFFu;
 
@@ -70,9 +88,10 @@ nvmlReturn_t ListNoProcesses(nvmlDevice_t device, unsigned int* infoCount, const
 extern "C" {
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return WithDevice(device, [&](Session& session, int index) {
+  return WithSession([&](Session& session) {
+    MemoryInfo info;
+    if (nvmlReturn_t rc = MemoryOf(session, device, &info); rc != NVML_SUCCESS) return rc;
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const MemoryInfo info = session.shared().Memory(index);
     memory->total = info.total;
     memory->used = info.used;
     memory->free = FreeBytes(info);
@@ -81,10 +100,11 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  return WithDevice(device, [&](Session& session, int index) {
+  return WithSession([&](Session& session) {
+    MemoryInfo info;
+    if (nvmlReturn_t rc = MemoryOf(session, device, &info); rc != NVML_SUCCESS) return rc;
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    const MemoryInfo info = session.shared().Memory(index);
     memory->total = info.total;
     memory->reserved = 0;
     memory->used = info.used;

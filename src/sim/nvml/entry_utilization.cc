@@ -18,6 +18,7 @@
 #include "core/abi/nvml_api.h"
 #include "sim/nvml/cpu_clock.h"
 #include "sim/nvml/library.h"
+#include "sim/nvml/mig_view.h"
 
 namespace {
 
@@ -26,7 +27,25 @@ using fgpu::sim::nvml::CpuMicrosToMonotonicNs;
 using fgpu::sim::nvml::Library;
 using fgpu::sim::nvml::MonotonicNsToCpuMicros;
 using fgpu::sim::nvml::Session;
-using fgpu::sim::nvml::WithDevice;
+using fgpu::sim::nvml::MigEnabled;
+using fgpu::sim::nvml::MigRef;
+using fgpu::sim::nvml::WithSession;
+
+// Utilization is "not currently supported" on MIG-enabled GPUs, through the parent handle or a
+// MIG device handle (nvml.h; cuda.md §3.3): NVML_ERROR_NOT_SUPPORTED for both.
+template <typename Fn>
+nvmlReturn_t WithUtilizationDevice(nvmlDevice_t handle, Fn&& fn) noexcept {
+  return WithSession([&](Session& session) {
+    int index = 0;
+    if (session.Resolve(handle, &index) != NVML_SUCCESS) {
+      MigRef ref;
+      return session.ResolveMigDevice(handle, &ref) == NVML_SUCCESS ? NVML_ERROR_NOT_SUPPORTED
+                                                                     : NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (MigEnabled(session, index)) return NVML_ERROR_NOT_SUPPORTED;
+    return fn(session, index);
+  });
+}
 
 unsigned int MemoryPercentForBusyPercent(uint32_t busy_percent) { return busy_percent / 2; }
 
@@ -83,7 +102,7 @@ nvmlReturn_t WriteSamples(const std::vector<ProcessSample>& samples, Entry* buff
 extern "C" {
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
-  return WithDevice(device, [&](Session& session, int index) {
+  return WithUtilizationDevice(device, [&](Session& session, int index) {
     if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     const uint32_t busy =
         session.shared().UtilizationPercent(index, session.shared().config().utilization_period_ns);
@@ -96,7 +115,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
                                              unsigned int* processSamplesCount,
                                              unsigned long long lastSeenTimeStamp) {
-  return WithDevice(device, [&](Session& session, int index) {
+  return WithUtilizationDevice(device, [&](Session& session, int index) {
     if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     return WriteSamples(SamplesSince(session, index, lastSeenTimeStamp), utilization, processSamplesCount,
                         [](const ProcessSample& sample, nvmlProcessUtilizationSample_t* entry) {
@@ -110,7 +129,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
 
 nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
                                                    nvmlProcessesUtilizationInfo_t* procesesUtilInfo) {
-  return WithDevice(device, [&](Session& session, int index) {
+  return WithUtilizationDevice(device, [&](Session& session, int index) {
     if (procesesUtilInfo == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (procesesUtilInfo->version != nvmlProcessesUtilizationInfo_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     return WriteSamples(SamplesSince(session, index, procesesUtilInfo->lastSeenTimeStamp),

@@ -18,6 +18,22 @@ struct DeviceSlot {
 };
 DeviceSlot g_device_slots[kMaxDevices];
 
+// MIG handle tables: only their addresses matter.
+constexpr size_t kGiIds = kMaxGpuInstanceId + 1;
+constexpr size_t kCiIds = kMaxComputeInstanceId + 1;
+char g_gpu_instance_slots[kMaxDevices * kGiIds];
+char g_compute_instance_slots[kMaxDevices * kGiIds * kCiIds];
+char g_mig_device_slots[kMaxDevices * kGiIds * kCiIds];
+
+// The index of `handle` in `table` of `count` one-byte slots, by integer arithmetic only.
+bool SlotIndex(const void* handle, const char* table, size_t count, size_t* index) {
+  const auto address = reinterpret_cast<uintptr_t>(handle);
+  const auto first = reinterpret_cast<uintptr_t>(table);
+  if (address < first || address - first >= count) return false;
+  *index = address - first;
+  return true;
+}
+
 int64_t SampleRealtimeMinusMonotonicNs() {
   timespec real{};
   timespec mono{};
@@ -129,6 +145,52 @@ nvmlReturn_t Session::Resolve(nvmlDevice_t handle, int* index) const {
 
 nvmlDevice_t Session::HandleFor(int index) {
   return reinterpret_cast<nvmlDevice_t>(&g_device_slots[index]);
+}
+
+nvmlReturn_t Session::ResolveGpuInstance(nvmlGpuInstance_t handle, MigRef* ref) const {
+  size_t index = 0;
+  if (!SlotIndex(handle, g_gpu_instance_slots, sizeof(g_gpu_instance_slots), &index)) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  ref->device = static_cast<int>(index / kGiIds);
+  ref->gi = static_cast<uint32_t>(index % kGiIds);
+  ref->ci = 0;
+  return ref->device < device_count() ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+
+namespace {
+nvmlReturn_t ResolveInstanceTable(const void* handle, const char* table, size_t size, int device_count,
+                                  MigRef* ref) {
+  size_t index = 0;
+  if (!SlotIndex(handle, table, size, &index)) return NVML_ERROR_INVALID_ARGUMENT;
+  ref->device = static_cast<int>(index / (kGiIds * kCiIds));
+  ref->gi = static_cast<uint32_t>(index / kCiIds % kGiIds);
+  ref->ci = static_cast<uint32_t>(index % kCiIds);
+  return ref->device < device_count ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+}
+size_t InstanceIndex(const MigRef& ref) {
+  return (static_cast<size_t>(ref.device) * kGiIds + ref.gi) * kCiIds + ref.ci;
+}
+}  // namespace
+
+nvmlReturn_t Session::ResolveComputeInstance(nvmlComputeInstance_t handle, MigRef* ref) const {
+  return ResolveInstanceTable(handle, g_compute_instance_slots, sizeof(g_compute_instance_slots), device_count(), ref);
+}
+
+nvmlReturn_t Session::ResolveMigDevice(nvmlDevice_t handle, MigRef* ref) const {
+  return ResolveInstanceTable(handle, g_mig_device_slots, sizeof(g_mig_device_slots), device_count(), ref);
+}
+
+nvmlGpuInstance_t Session::GpuInstanceHandle(const MigRef& ref) {
+  return reinterpret_cast<nvmlGpuInstance_t>(&g_gpu_instance_slots[static_cast<size_t>(ref.device) * kGiIds + ref.gi]);
+}
+
+nvmlComputeInstance_t Session::ComputeInstanceHandle(const MigRef& ref) {
+  return reinterpret_cast<nvmlComputeInstance_t>(&g_compute_instance_slots[InstanceIndex(ref)]);
+}
+
+nvmlDevice_t Session::MigDeviceHandle(const MigRef& ref) {
+  return reinterpret_cast<nvmlDevice_t>(&g_mig_device_slots[InstanceIndex(ref)]);
 }
 
 nvmlReturn_t CopyOut(std::string_view text, char* buffer, unsigned int length) {

@@ -32,6 +32,18 @@ inline constexpr int kMaxDevices = kMaxSimDevices;
 
 class Session;
 
+// Ids the handle tables cover: GI ids 0..8 and CI ids 0..7 (the state assigns GI ids from 1
+// and CI ids from 0 in 8 slots each).
+inline constexpr uint32_t kMaxGpuInstanceId = 8;
+inline constexpr uint32_t kMaxComputeInstanceId = 7;
+
+// A MIG object: a GPU instance (ci unused) or a compute instance / MIG device.
+struct MigRef {
+  int device = 0;
+  uint32_t gi = 0;
+  uint32_t ci = 0;
+};
+
 class Library {
  public:
   static Library& Get();
@@ -45,6 +57,7 @@ class Library {
 
  private:
   friend class Session;
+
   Library();
 
   mutable std::mutex mu_;
@@ -65,6 +78,17 @@ class Session {
   // Index of a handle this library returned, or NVML_ERROR_INVALID_ARGUMENT.
   nvmlReturn_t Resolve(nvmlDevice_t handle, int* index) const;
   static nvmlDevice_t HandleFor(int index);
+
+  // MIG handles (entry_mig.cc): like device handles, addresses in static tables, one slot per
+  // (device, GI id[, CI id]), so they are validated by arithmetic and stay stable across
+  // processes' views. Resolving checks the address only; callers check the instance exists.
+  nvmlReturn_t ResolveGpuInstance(nvmlGpuInstance_t handle, MigRef* ref) const;
+  nvmlReturn_t ResolveComputeInstance(nvmlComputeInstance_t handle, MigRef* ref) const;
+  // A MIG device handle (one per compute instance); INVALID_ARGUMENT for anything else.
+  nvmlReturn_t ResolveMigDevice(nvmlDevice_t handle, MigRef* ref) const;
+  static nvmlGpuInstance_t GpuInstanceHandle(const MigRef& ref);
+  static nvmlComputeInstance_t ComputeInstanceHandle(const MigRef& ref);
+  static nvmlDevice_t MigDeviceHandle(const MigRef& ref);
 
  private:
   std::shared_ptr<SharedDevices> shared_;

@@ -23,7 +23,8 @@
 namespace fgpu::sim::layout {
 
 inline constexpr char kMagic[8] = {'F', 'G', 'P', 'U', 'S', 'I', 'M', '1'};
-inline constexpr uint32_t kSegmentVersion = 1;
+// 2: MIG state per device (MigDevice) and each process's MIG binding (ProcessSlot::mig_*).
+inline constexpr uint32_t kSegmentVersion = 2;
 
 inline constexpr int kSlotCount = kMaxProcessSlots;
 // Utilization ring: 10 ms buckets covering 12.8 s, more than the longest query (10 s).
@@ -38,6 +39,14 @@ inline constexpr uint64_t kPendingCapacity = 1024;
 inline constexpr uint32_t kSlotFree = 0;
 inline constexpr uint32_t kSlotLive = 0x4556494c;  // "LIVE"
 inline constexpr uint32_t kNoSlot = 0xffffffff;    // PendingInterval::slot of an unowned kernel
+
+// MIG instance slots: a GPU has at most 7 GPU instances and a GPU instance at most 7 compute
+// instances (one per compute slice); 8 keeps the arrays a power of two.
+inline constexpr int kMigSlots = 8;
+// MigGpuSlot::state / MigComputeSlot::state: "live" is a magic word for the same reason as
+// kSlotLive; anything else reads as free (and is cleared by the repair after a crash).
+inline constexpr uint32_t kMigFree = 0;
+inline constexpr uint32_t kMigLive = 0x4749494d;  // "MIIG"
 
 struct alignas(64) SegmentHeader {
   char magic[8];                // kMagic; written last by the creator, so a torn init reads as "no magic"
@@ -67,6 +76,13 @@ struct alignas(64) ProcessSlot {
   uint64_t claimed_epoch;                  // bucket epoch at claim; older buckets belong to earlier owners
   uint64_t charged[kMaxSimDevices];        // bytes this process holds per device (TryCharge/Credit)
   uint64_t last_busy_ns[kMaxSimDevices];   // latest instant its kernels were accounted as running
+  // The MIG compute instance this process's CUDA uses (CUDA_VISIBLE_DEVICES=MIG-...): its
+  // charges on that device count against the GPU instance's memory, and the instances
+  // cannot be destroyed while it lives. mig_device_plus1 == 0: not bound.
+  uint32_t mig_device_plus1;
+  uint32_t mig_gpu_instance;
+  uint32_t mig_compute_instance;
+  uint32_t mig_reserved;
 };
 
 // A reserved kernel interval waiting to be accounted. Intervals on one device never
@@ -86,6 +102,32 @@ struct UtilizationBucket {
   uint32_t slot_busy_ns[kMaxProcessSlots]; // busy time per slot (<= kBucketNs fits 32 bits)
 };
 
+// A compute instance inside a GPU instance: `size` compute slices from `start`.
+struct MigComputeSlot {
+  uint32_t state;    // kMigFree / kMigLive; set live last, set free in one store
+  uint32_t id;       // unique within its GPU instance
+  uint32_t profile;  // NVML_COMPUTE_INSTANCE_PROFILE_*
+  uint32_t start;    // first compute slice, relative to the GPU instance
+  uint32_t size;     // compute slices
+  uint32_t reserved;
+};
+
+// A GPU instance: a profile (fgpu::mig::Profile::id) at a memory-slice start.
+struct MigGpuSlot {
+  uint32_t state;       // kMigFree / kMigLive; set live last, set free in one store
+  uint32_t id;          // unique within the device
+  uint32_t profile_id;  // nvidia-smi's profile id
+  uint32_t start;       // first memory slice
+  MigComputeSlot compute[kMigSlots];
+};
+
+// A device's MIG configuration; all zero (MIG disabled, no instance) at creation.
+struct MigDevice {
+  uint32_t current_mode;  // NVML_DEVICE_MIG_DISABLE / _ENABLE
+  uint32_t pending_mode;
+  MigGpuSlot gpu[kMigSlots];
+};
+
 struct alignas(64) DeviceState {
   uint64_t total_bytes;     // the config's memory; written at creation only
   uint64_t busy_until_ns;   // end of the last interval reserved on the timeline
@@ -93,6 +135,7 @@ struct alignas(64) DeviceState {
   uint64_t pending_tail;    // intervals queued so far (monotonic); published after the entry is written
   PendingInterval pending[kPendingCapacity];
   UtilizationBucket buckets[kBucketCount];  // ring indexed by epoch % kBucketCount
+  MigDevice mig;
 };
 
 struct SegmentPrefix {

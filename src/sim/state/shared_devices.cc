@@ -92,6 +92,7 @@ bool SharedDevices::Impl::ClaimSlot() {
       slot.start_time = start_time;
       std::memset(slot.charged, 0, sizeof(slot.charged));
       std::memset(slot.last_busy_ns, 0, sizeof(slot.last_busy_ns));
+      slot.mig_device_plus1 = 0;  // a new process is bound to no MIG instance
       slot.generation += 1;
       slot.claimed_epoch = epoch;
       // Busy time the previous owner left in the current bucket is not ours; older
@@ -171,6 +172,7 @@ void SharedDevices::Impl::RepairAfterOwnerDeath() {
     layout::DeviceState& device = mapping.device(static_cast<int>(d));
     if (device.pending_tail - device.pending_head > layout::kPendingCapacity) device.pending_head = device.pending_tail;
   }
+  RepairMig();
 }
 
 // ---- SharedDevices ---------------------------------------------------------------------
@@ -249,7 +251,7 @@ bool SharedDevices::TryCharge(int device, uint64_t bytes) {
   const uint64_t total = impl_->config.devices[device].total_bytes;
   for (int attempt = 0; attempt < 2; ++attempt) {
     const uint64_t used = impl_->UsedBytes(device);
-    if (used <= total && total - used >= bytes) {
+    if (used <= total && total - used >= bytes && impl_->FitsInBoundInstance(device, bytes)) {
       impl_->mapping.slot(impl_->own_slot).charged[device] += bytes;  // one store: the whole update
       return true;
     }
@@ -322,6 +324,7 @@ bool SharedDevices::TEST_WriteSlot(int index, int32_t pid, uint64_t start_time, 
   slot.start_time = start_time;
   std::memset(slot.charged, 0, sizeof(slot.charged));
   slot.charged[device] = charged_bytes;
+  slot.mig_device_plus1 = 0;
   slot.generation += 1;
   slot.claimed_epoch = NowNs() / layout::kBucketNs;
   slot.state = kSlotLive;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sim/state/mig_state.h"
 
 namespace fgpu::sim {
 
@@ -140,6 +141,35 @@ class SharedDevices {
   // Per-process occupancy over [max(since_ns, now - period), now]; processes with zero
   // busy time in that window are omitted.
   std::vector<ProcessUtilization> ProcessUtilizations(int device, uint64_t since_ns, uint64_t period_ns);
+
+  // ---- MIG (mig_state.cc; rules in mig_state.h) ----------------------------------------
+  // Every change is made under the segment mutex and published by one store, so a process
+  // killed mid-change leaves the previous or the new configuration. Privilege is NVML's
+  // concern, not the state's.
+  // The device's MIG model, nullptr if it is not MIG capable.
+  const mig::ModelInfo* MigModel(int device) const;
+  // Mode and instances (empty snapshot, model == nullptr, for a device without MIG).
+  MigSnapshot Mig(int device);
+  // Requests MIG mode on/off (Hopper: takes effect at once when idle). kInUse: disabling with
+  // GPU instances present (nothing changes), or a live process uses the device (the request
+  // stays pending; a later call when idle applies it).
+  MigResult SetMigMode(int device, bool enable);
+  // A GPU instance of `profile_id` at memory slice `start`, or, when start < 0, at the highest
+  // start where it fits (what the driver does when given no placement; cuda.md §4.4).
+  MigResult CreateGpuInstance(int device, uint32_t profile_id, int start, uint32_t* gi_id);
+  // kInUse while it has compute instances or a process uses it.
+  MigResult DestroyGpuInstance(int device, uint32_t gi_id);
+  // A compute instance of NVML CI profile `profile` at compute slice `start` (< 0: first fit).
+  MigResult CreateComputeInstance(int device, uint32_t gi_id, uint32_t profile, int start, uint32_t* ci_id);
+  // kInUse while a process uses it.
+  MigResult DestroyComputeInstance(int device, uint32_t gi_id, uint32_t ci_id);
+  // Binds this process to compute instance (gi_id, ci_id) of `device`: from now on its charges
+  // on `device` count against that GPU instance's memory. False if the instance does not exist
+  // or this process has no slot.
+  bool BindMigInstance(int device, uint32_t gi_id, uint32_t ci_id);
+  // Memory of GPU instance `gi_id`: its profile's memory and the charges of the processes
+  // bound to it. All zero if it does not exist.
+  MemoryInfo GpuInstanceMemory(int device, uint32_t gi_id);
 
   // Test hooks (LevelDB's TEST_ convention); production code never calls them.
   // Overwrites slot `index` (not this process's own) with a live entry for `pid` /

@@ -49,6 +49,16 @@ struct SharedDevices::Impl {
   // larger than its device).
   bool SlotLooksCorrupt(int index) const;
 
+  // Lock held (mig_state.cc). Clears MIG slots left half-written by a dead lock owner.
+  void RepairMig();
+  // Lock held (mig_state.cc). False when this process is bound to a GPU instance of `device`
+  // and `bytes` more would exceed that instance's memory.
+  bool FitsInBoundInstance(int device, uint64_t bytes);
+  // Lock held (mig_state.cc). Live slots bound to `device` (gi_id / ci_id: only those bound to
+  // that instance; kAnyInstance matches all).
+  int BoundProcesses(int device, uint32_t gi_id, uint32_t ci_id) const;
+  static constexpr uint32_t kAnyInstance = 0xffffffff;
+
   // Lock held. Accounts the queued kernel time of `device` that lies before `now_ns`.
   void Settle(int device, uint64_t now_ns);
   // Lock held. Adds [start, end) of the kernel owned by `slot` (at `generation`) to the
