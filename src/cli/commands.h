@@ -100,10 +100,15 @@ struct SimulateOptions {
   double zipf = 1.0;
   double borrowing = 1.0;
   bool equal_quotas = false;
+  // --mig: MIG against slices (simulate_mig_command.cc)
+  bool mig = false;
+  std::string mig_model = "H100-80GB";
+  double mig_share = 0.5;
 };
 CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options);
 int RunSimulate(const SimulateOptions& options);
 int RunSimulateInTime(const SimulateOptions& options);  // simulate_time_command.cc
+int RunSimulateMig(const SimulateOptions& options);     // simulate_mig_command.cc
 
 // The placement policies src/sched knows, for --policy's help and check.
 std::vector<std::string> PlacementPolicyNames();

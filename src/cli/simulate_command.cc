@@ -122,11 +122,24 @@ CLI::App* AddSimulateFlags(CLI::App& root, SimulateOptions* options) {
       ->capture_default_str();
   simulate->add_flag("--equal-quotas", options->equal_quotas,
                      "--time: equal quotas instead of quotas sized by expected demand");
+  simulate->add_flag("--mig", options->mig,
+                     "MIG against slices: the arrivals up to 100 % placed as slices, MIG instances and mixed pools "
+                     "(docs/mig.md)");
+  simulate->add_option("--mig-model", options->mig_model,
+                       "--mig: the MIG model every GPU is taken as: A100-40GB, A100-80GB, H100-80GB or H200-141GB")
+      ->capture_default_str();
+  simulate->add_option("--mig-share", options->mig_share, "--mig: the share of nodes that run MIG in the mixed pools")
+      ->capture_default_str();
   return simulate;
 }
 
 int RunSimulate(const SimulateOptions& options) {
+  if (options.time && options.mig) {
+    std::cerr << "fgpu simulate: --time and --mig are separate experiments; give one\n";
+    return kExitUsage;
+  }
   if (options.time) return RunSimulateInTime(options);
+  if (options.mig) return RunSimulateMig(options);
   Result<Loaded> loaded = ParsePlan(options);
   if (!loaded.ok()) {
     std::cerr << "fgpu simulate: " << loaded.status().message() << "\n";

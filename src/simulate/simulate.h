@@ -5,6 +5,7 @@
 #pragma once
 
 #include "simulate/authors.h"   // IWYU pragma: export
+#include "simulate/mig_pools.h" // IWYU pragma: export
 #include "simulate/plan.h"      // IWYU pragma: export
 #include "simulate/replay.h"    // IWYU pragma: export
 #include "simulate/report.h"    // IWYU pragma: export

@@ -60,6 +60,28 @@ case_time() {
   expect_out_contains '"bars":'
 }
 
+# --mig: the same arrivals as slices, MIG instances and mixed pools, then what it refuses.
+case_mig() {
+  run_fgpu simulate --mig --nodes "$NODES" --pods "$PODS" --seeds 42-43
+  expect_status 0
+  for word in "fgpu simulate --mig" "each taken as a H100-80GB" "slices" "mig" "mixed" "unalloc %" "stranded GiB"; do
+    expect_out_contains "$word"
+  done
+  run_fgpu simulate --mig --nodes "$NODES" --pods "$PODS" --seeds 42 --mig-model A100-40GB --format json
+  expect_status 0
+  expect_out_contains '"model": "A100-40GB"'
+  expect_out_contains '"stranded_memory_gib":'
+  run_fgpu simulate --mig --nodes "$NODES" --pods "$PODS" --mig-model H100-94GB
+  expect_status 2
+  expect_err_contains "--mig-model takes A100-40GB"
+  run_fgpu simulate --mig --nodes "$NODES" --pods "$PODS" --mig-share 2
+  expect_status 2
+  expect_err_contains "--mig-share must be in [0, 1]"
+  run_fgpu simulate --mig --time --nodes "$NODES" --pods "$PODS"
+  expect_status 2
+  expect_err_contains "separate experiments"
+}
+
 # --time refuses what it cannot run: untimed pods, bad loads, tenants, baselines.
 case_time_bad_input() {
   printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,500\n' >"$SCRATCH/untimed.csv"
