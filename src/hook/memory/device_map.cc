@@ -1,5 +1,7 @@
 #include "hook/memory/device_map.h"
 
+#include <cstring>
+
 #include "slice/slice.h"
 
 namespace fgpu::hook {
@@ -30,6 +32,13 @@ bool DeviceMap::ResolveCuda(CUdevice device, CudaDeviceFacts* facts) const {
   if (sources_.device_get_uuid(&uuid, device) != CUDA_SUCCESS) return false;
   FormatUuid(uuid, facts->uuid);
   facts->slice_device = sources_.ledger != nullptr ? sources_.ledger->FindDevice(facts->uuid) : kNotInSlice;
+  if (facts->slice_device == kNotInSlice && sources_.ledger != nullptr) {
+    // A MIG device: cuDeviceGetUuid_v2 gives the instance's UUID, which NVML, the agent and
+    // the slice write "MIG-…" (the same 16 bytes).
+    std::memcpy(facts->uuid, "MIG", 3);
+    facts->slice_device = sources_.ledger->FindDevice(facts->uuid);
+    if (facts->slice_device == kNotInSlice) std::memcpy(facts->uuid, "GPU", 3);
+  }
   facts->granularity = kFallbackGranularity;
   if (sources_.allocation_granularity != nullptr) {
     CUmemAllocationProp prop{};

@@ -52,6 +52,23 @@ TEST(DeviceMapTest, MapsByUuidNotByOrdinal) {
   EXPECT_EQ(slice_device, 1);
 }
 
+// A slice on a MIG instance names it "MIG-…"; CUDA gives the same 16 bytes.
+TEST(DeviceMapTest, AMigInstanceIsFoundByItsMigUuid) {
+  FakeDriver fake;
+  std::string mig = FakeUuidText(1);
+  mig.replace(0, 3, "MIG");
+  TestSlice slice(TestSlice::kByUuid, {mig}, {100 * kMiB});
+  const RealCalls calls = fake.Calls();
+  DeviceMap map(Sources(slice, calls));
+  CudaDeviceFacts facts;
+  ASSERT_TRUE(map.Cuda(1, &facts));
+  EXPECT_EQ(facts.slice_device, 0);
+  EXPECT_EQ(std::string(facts.uuid), mig);
+  ASSERT_TRUE(map.Cuda(0, &facts));
+  EXPECT_EQ(facts.slice_device, kNotInSlice);
+  EXPECT_EQ(std::string(facts.uuid), FakeUuidText(0)) << "a device outside the slice keeps NVML's GPU- form";
+}
+
 TEST(DeviceMapTest, DeviceOutsideTheSliceAndInvalidDevices) {
   FakeDriver fake;
   fake.device_count = 3;

@@ -34,7 +34,13 @@ inline std::string FakeUuidText(int device) {
 // A slice over the given fake devices' UUIDs (in that order, with those caps), attached.
 class TestSlice {
  public:
-  TestSlice(const std::vector<int>& fake_devices, const std::vector<uint64_t>& caps) {
+  TestSlice(const std::vector<int>& fake_devices, const std::vector<uint64_t>& caps)
+      : TestSlice(kByUuid, UuidsOf(fake_devices), caps) {}
+  // A slice over devices named by UUID (a MIG instance's "MIG-…", say). The tag keeps `{0}`
+  // from reading as a list of strings.
+  struct ByUuid {};
+  static constexpr ByUuid kByUuid{};
+  TestSlice(ByUuid, const std::vector<std::string>& uuids, const std::vector<uint64_t>& caps) {
     std::string pattern = (std::filesystem::temp_directory_path() / "fgpu-hookmem-test-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
       ADD_FAILURE() << "mkdtemp failed";
@@ -43,8 +49,7 @@ class TestSlice {
     dir_ = pattern;
     slice::SliceSpec spec;
     spec.id = "hookmem";
-    for (size_t i = 0; i < fake_devices.size(); ++i)
-      spec.devices.push_back({FakeUuidText(fake_devices[i]), caps[i], 100});
+    for (size_t i = 0; i < uuids.size(); ++i) spec.devices.push_back({uuids[i], caps[i], 100});
     Result<slice::SliceAdmin> admin = slice::SliceAdmin::Create(dir_ + "/slice", spec);
     if (!admin.ok()) {
       ADD_FAILURE() << admin.status().message();
@@ -63,6 +68,12 @@ class TestSlice {
   }
   TestSlice(const TestSlice&) = delete;
   TestSlice& operator=(const TestSlice&) = delete;
+
+  static std::vector<std::string> UuidsOf(const std::vector<int>& fake_devices) {
+    std::vector<std::string> uuids;
+    for (int device : fake_devices) uuids.push_back(FakeUuidText(device));
+    return uuids;
+  }
 
   slice::Ledger* ledger() const { return ledger_; }
   // What the slice's ledger counted (refusals, degraded modes).

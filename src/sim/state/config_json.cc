@@ -159,7 +159,7 @@ Status ParseDeviceEntry(const Json& entry, const std::string& path, DeviceSpec* 
   if (!entry.is_object()) return FieldError(path, "must be an object");
   Status s = CheckKeys(entry, path,
                        {"name", "count", "uuid", "pci_bus_id", "memory", "sm_count", "compute_capability",
-                        "granularity", "context_overhead"});
+                        "granularity", "context_overhead", "mig"});
   if (!s.ok()) return s;
   for (const auto& item : entry.items()) {
     const std::string& key = item.key();
@@ -187,6 +187,15 @@ Status ParseDeviceEntry(const Json& entry, const std::string& path, DeviceSpec* 
       spec->sm_count = static_cast<int>(sm);
     } else if (key == "compute_capability") {
       s = ReadComputeCapability(v, field, spec);
+    } else if (key == "mig") {
+      if (!v.is_array()) {
+        s = FieldError(field, "must be an array of MIG profile names, like [\"3g.40gb\", \"2g.20gb\"]");
+      }
+      for (size_t i = 0; s.ok() && i < v.size(); ++i) {
+        std::string profile;
+        s = Assign(ReadString(v[i], field + "[" + std::to_string(i) + "]"), &profile);
+        if (s.ok()) spec->mig.push_back(std::move(profile));
+      }
     }
     if (!s.ok()) return s;
   }

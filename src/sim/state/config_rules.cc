@@ -1,5 +1,7 @@
 #include "sim/state/config_rules.h"
 
+#include "sim/state/mig_state.h"
+
 #include <cstdio>
 #include <set>
 
@@ -103,6 +105,14 @@ Status ValidateDeviceFields(const DeviceSpec& spec, const std::string& path) {
   }
   if (spec.sm_count < 1 || spec.sm_count > kMaxSmCount) {
     return FieldError(path + ".sm_count", std::to_string(spec.sm_count) + " is outside 1..1024");
+  }
+  if (!spec.mig.empty()) {
+    const mig::ModelInfo* model = mig::ModelOfProduct(spec.name, spec.total_bytes);
+    if (model == nullptr) {
+      return FieldError(path + ".mig", "'" + spec.name + "' has no MIG (A100 40/80GB, H100 80GB or H200 141GB do)");
+    }
+    Result<std::vector<std::pair<const mig::Profile*, int>>> placed = PlaceMigList(*model, spec.mig);
+    if (!placed.ok()) return FieldError(path + ".mig", placed.status().message());
   }
   if (spec.cc_major < 1 || spec.cc_major > 99 || spec.cc_minor < 0 || spec.cc_minor > 9) {
     return FieldError(path + ".compute_capability",

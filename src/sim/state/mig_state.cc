@@ -43,6 +43,40 @@ int ComputeProfileSlices(uint32_t profile) {
   return profile < kSlices.size() ? kSlices[profile] : 0;
 }
 
+int ComputeProfileOfSlices(int slices) {
+  for (uint32_t profile = 0; profile < kComputeProfileCount; ++profile) {
+    if (ComputeProfileSlices(profile) == slices) return static_cast<int>(profile);
+  }
+  return -1;
+}
+
+Result<std::vector<std::pair<const mig::Profile*, int>>> PlaceMigList(const mig::ModelInfo& model,
+                                                                      const std::vector<std::string>& names) {
+  if (names.size() > static_cast<size_t>(mig::kComputeSlices)) {
+    return Status::InvalidArgument("at most 7 GPU instances fit on a GPU, not " + std::to_string(names.size()));
+  }
+  std::vector<std::pair<const mig::Profile*, int>> placed;
+  uint8_t occupied = 0;
+  bool media = false;
+  for (const std::string& name : names) {
+    const mig::Profile* profile = mig::FindProfileByName(model, name);
+    if (profile == nullptr) {
+      return Status::InvalidArgument("'" + name + "' is not a MIG profile of the " + std::string(model.name));
+    }
+    const auto count = static_cast<int>(
+        std::count_if(placed.begin(), placed.end(), [&](const auto& p) { return p.first == profile; }));
+    int chosen = -1;
+    for (int start = mig::kMemorySlices - 1; start >= 0 && chosen < 0; --start) {
+      if (mig::Fits(*profile, start, occupied, media, count)) chosen = start;
+    }
+    if (chosen < 0) return Status::InvalidArgument("'" + name + "' does not fit beside the instances before it");
+    occupied |= profile->Occupies(chosen);
+    media = media || profile->media;
+    placed.emplace_back(profile, chosen);
+  }
+  return placed;
+}
+
 bool ComputeInstanceCanStartAt(int slices, int start, int gi_slices) {
   if (slices <= 0 || start < 0 || start + slices > gi_slices) return false;
   int alignment = 1;

@@ -15,9 +15,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/mig_profiles.h"
+#include "core/status.h"
 
 namespace fgpu::sim {
 
@@ -71,6 +73,14 @@ bool ComputeInstanceCanStartAt(int slices, int start, int gi_slices);
 // the model's GI profile with that many compute slices (nvidia-smi -lcip shows 1c.3g.40gb with
 // a 1g's 16 SMs on H100). Derived; docs/sim.md.
 int ComputeInstanceSms(const mig::ModelInfo& model, const mig::Profile& gi, int slices);
+
+// The GPU instances a configuration's "mig" list makes at start, placed in order as the driver
+// places an instance given no placement (the highest start that fits); InvalidArgument naming
+// the first profile the model lacks or that no longer fits.
+Result<std::vector<std::pair<const mig::Profile*, int>>> PlaceMigList(const mig::ModelInfo& model,
+                                                                      const std::vector<std::string>& names);
+// NVML_COMPUTE_INSTANCE_PROFILE_* of a compute instance of `slices` (-1 for none).
+int ComputeProfileOfSlices(int slices);
 
 // "MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx": stable for (parent UUID, GI id, CI id), the
 // same in every process (a digest of the three; the real driver's are assigned by the GPU).

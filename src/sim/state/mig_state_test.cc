@@ -35,6 +35,51 @@ TEST(MigStateTest, OnlyMigModelsAreCapable) {
   EXPECT_EQ((*small)->Mig(0).model, nullptr);
 }
 
+// A config's "mig" list: the GPU starts in MIG mode with those instances, placed in order as
+// the driver places them, each with one compute instance spanning it.
+TEST(MigStateTest, AConfiguredGeometryIsThereFromTheStart) {
+  ScopedSegment segment;
+  SimConfig config = DefaultSimConfig();
+  config.devices[0].mig = {"3g.40gb", "2g.20gb", "2g.20gb"};
+  auto devices = SharedDevices::Attach(config, segment.name());
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  const MigSnapshot mig = (*devices)->Mig(0);
+  EXPECT_TRUE(mig.enabled);
+  ASSERT_EQ(mig.gpu_instances.size(), 3u);
+  EXPECT_EQ(mig.gpu_instances[0].profile_id, k3g);
+  EXPECT_EQ(mig.gpu_instances[0].start, 4);
+  EXPECT_EQ(mig.gpu_instances[1].start, 2);
+  EXPECT_EQ(mig.gpu_instances[2].start, 0);
+  for (const GpuInstanceState& gi : mig.gpu_instances) {
+    ASSERT_EQ(gi.compute.size(), 1u);
+    EXPECT_EQ(gi.compute[0].id, 0u);
+    EXPECT_EQ(gi.compute[0].size, gi.profile_id == k3g ? 3 : 2);
+  }
+  // The geometry is part of the config's identity: another list is another segment.
+  SimConfig other = config;
+  other.devices[0].mig = {"7g.80gb"};
+  EXPECT_NE(ConfigFingerprint(other), ConfigFingerprint(config));
+}
+
+TEST(MigStateTest, AConfiguredGeometryMustBePlaceable) {
+  SimConfig config = DefaultSimConfig();
+  config.devices[0].mig = {"7g.80gb", "1g.10gb"};
+  Status bad = ValidateSimConfig(config);
+  EXPECT_NE(bad.message().find("'1g.10gb' does not fit beside the instances before it"), std::string::npos)
+      << bad.message();
+  config.devices[0].mig = {"5g.50gb"};
+  EXPECT_NE(ValidateSimConfig(config).message().find("not a MIG profile of the H100-80GB"), std::string::npos);
+  config = SmallConfig();
+  config.devices[0].mig = {"1g.10gb"};
+  EXPECT_NE(ValidateSimConfig(config).message().find("has no MIG"), std::string::npos);
+  Result<SimConfig> parsed = ParseSimConfig(R"({"devices": [{"mig": "3g.40gb"}]})");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("must be an array of MIG profile names"), std::string::npos);
+  parsed = ParseSimConfig(R"({"devices": [{"mig": ["3g.40gb", "4g.40gb"]}]})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->devices[0].mig, (std::vector<std::string>{"3g.40gb", "4g.40gb"}));
+}
+
 TEST(MigStateTest, PlacesInstancesAsTheDriver) {
   ScopedSegment segment;
   auto gpu = AttachH100(segment.name());

@@ -12,8 +12,37 @@
 #include <ctime>
 #include <utility>
 
+#include "sim/state/mig_state.h"
+
 namespace fgpu::sim {
 namespace {
+
+// A device configured with a "mig" list starts in MIG mode with those GPU instances, each with
+// one compute instance spanning it (the config was validated: every one places).
+void WriteInitialMig(const DeviceSpec& spec, layout::MigDevice& mig) {
+  if (spec.mig.empty()) return;
+  const mig::ModelInfo* model = mig::ModelOfProduct(spec.name, spec.total_bytes);
+  if (model == nullptr) return;
+  Result<std::vector<std::pair<const mig::Profile*, int>>> placed = PlaceMigList(*model, spec.mig);
+  if (!placed.ok()) return;
+  mig.current_mode = 1;
+  mig.pending_mode = 1;
+  for (size_t i = 0; i < placed->size() && i < static_cast<size_t>(layout::kMigSlots); ++i) {
+    const auto& [profile, start] = (*placed)[i];
+    layout::MigGpuSlot& slot = mig.gpu[i];
+    slot.id = static_cast<uint32_t>(i + 1);
+    slot.profile_id = profile->id;
+    slot.start = static_cast<uint32_t>(start);
+    layout::MigComputeSlot& compute = slot.compute[0];
+    compute.id = 0;
+    compute.profile = static_cast<uint32_t>(ComputeProfileOfSlices(profile->compute_slices));
+    compute.start = 0;
+    compute.size = static_cast<uint32_t>(profile->compute_slices);
+    compute.state = layout::kMigLive;
+    slot.state = layout::kMigLive;
+  }
+}
+
 
 using layout::SegmentHeader;
 
@@ -118,7 +147,10 @@ Result<SegmentMapping> Initialize(int fd, const std::string& name, const SimConf
   pthread_mutexattr_destroy(&attr);
   if (rc != 0) return Status::Unavailable("cannot initialise the mutex of segment " + name + ": " + std::strerror(rc));
 
-  for (size_t i = 0; i < config.devices.size(); ++i) m.device(static_cast<int>(i)).total_bytes = config.devices[i].total_bytes;
+  for (size_t i = 0; i < config.devices.size(); ++i) {
+    m.device(static_cast<int>(i)).total_bytes = config.devices[i].total_bytes;
+    WriteInitialMig(config.devices[i], m.device(static_cast<int>(i)).mig);
+  }
 
   // Everything above must be in memory before the magic: an opener that sees the magic
   // trusts the rest. (Openers also wait on our flock; this covers a creator killed

@@ -45,6 +45,9 @@ struct DeviceSpec {
   int cc_minor = 0;
   uint64_t granularity = 2ull << 20;        // allocation rounding, also VMM granularity
   uint64_t context_overhead = 500ull << 20;  // device memory charged per context
+  // Non-empty: the device starts in MIG mode with these GPU instances (profile names, placed in
+  // order as the driver places them) and one compute instance spanning each.
+  std::vector<std::string> mig;
 };
 
 struct SimConfig {

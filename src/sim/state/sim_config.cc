@@ -71,6 +71,8 @@ uint64_t ConfigFingerprint(const SimConfig& config) {
     h.AddU64(static_cast<uint64_t>(d.cc_minor));
     h.AddU64(d.granularity);
     h.AddU64(d.context_overhead);
+    h.AddU64(d.mig.size());
+    for (const std::string& profile : d.mig) h.AddString(profile);
   }
   // Kernel durations and the NVML period are per-process behaviour, not device state:
   // processes that disagree on them still share one device.
