@@ -104,6 +104,17 @@ bool Fits(const Profile& profile, int start, uint8_t occupied, bool media_used, 
          count < profile.max_instances;
 }
 
+int FreeRuns(uint8_t occupied) {
+  int runs = 0;
+  bool in_run = false;
+  for (int slot = 0; slot < kMemorySlices; ++slot) {
+    const bool free = ((occupied >> slot) & 1U) == 0;
+    if (free && !in_run) ++runs;
+    in_run = free;
+  }
+  return runs;
+}
+
 GeometryError CheckGeometry(const ModelInfo& model, std::span<const Placed> instances) {
   uint8_t occupied = 0;
   bool media = false;

@@ -77,5 +77,8 @@ GeometryError CheckGeometry(const ModelInfo& model, std::span<const Placed> inst
 // slice mask), `media_used` saying whether a +me instance exists and `count` how many of this
 // profile exist.
 bool Fits(const Profile& profile, int start, uint8_t occupied, bool media_used, int count);
+// Separate runs of free memory slices in `occupied`: fewer keeps the room usable by larger
+// profiles (1 for an empty GPU, 0 for a full one).
+int FreeRuns(uint8_t occupied);
 
 }  // namespace fgpu::mig

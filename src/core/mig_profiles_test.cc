@@ -91,6 +91,9 @@ TEST(MigProfilesTest, ValidAndInvalidGeometries) {
   EXPECT_TRUE(Fits(*FindProfile(h100, 9), 4, 0x01, false, 0));
   EXPECT_FALSE(Fits(*FindProfile(h100, 9), 0, 0x01, false, 0));
   EXPECT_FALSE(Fits(*FindProfile(h100, 9), 4, 0x00, false, 2));  // max 2
+  EXPECT_EQ(FreeRuns(0x00), 1);
+  EXPECT_EQ(FreeRuns(0xFF), 0);
+  EXPECT_EQ(FreeRuns(0b00010001), 2);  // a 1g at slots 0 and 4: room split in two
 }
 
 // Exhaustive: every geometry the rule accepts (enumerated by adding instances in candidate

@@ -25,17 +25,6 @@ constexpr double kMostWasteForMig = 1.0 / 8;  // mixed: what a pod may waste and
 double ComputeOf(const Profile& profile) { return static_cast<double>(profile.compute_slices) / kComputeSlices; }
 double MemoryOf(const Profile& profile) { return static_cast<double>(profile.memory_slices) / kMemorySlices; }
 
-int FreeRuns(uint8_t occupied) {
-  int runs = 0;
-  bool in_run = false;
-  for (int slot = 0; slot < kMemorySlices; ++slot) {
-    const bool free = ((occupied >> slot) & 1U) == 0;
-    if (free && !in_run) ++runs;
-    in_run = free;
-  }
-  return runs;
-}
-
 // The MIG nodes of a run: CPU and RAM left per node, and per GPU the memory slices taken and
 // the instances of each profile (dynamic MIG: instances are created as pods arrive).
 class MigPacker {
@@ -61,7 +50,7 @@ class MigPacker {
         for (int start = 0; start < kMemorySlices; ++start) {
           if (!fgpu::mig::Fits(profile, start, gpu.occupied, gpu.media, gpu.count[p])) continue;
           const auto after = static_cast<uint8_t>(gpu.occupied | profile.Occupies(start));
-          const std::tuple<int, int> score{std::popcount(after), -FreeRuns(after)};  // the fullest GPU first
+          const std::tuple<int, int> score{std::popcount(after), -fgpu::mig::FreeRuns(after)};  // the fullest GPU first
           if (score <= best_score) continue;
           best_node = &node;
           best_gpu = &gpu;

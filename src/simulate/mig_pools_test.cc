@@ -4,19 +4,12 @@
 
 #include <array>
 
+#include "simulate/testing.h"
+
 namespace fgpu::simulate {
 namespace {
 
-const std::string kData = FGPU_SIMULATE_TESTDATA;
-
-const Scenario& Small() {
-  static const Scenario* scenario = [] {
-    Result<Scenario> loaded = Scenario::Load(kData + "/nodes.csv", kData + "/pods.csv");
-    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
-    return new Scenario(std::move(*loaded));
-  }();
-  return *scenario;
-}
+const Scenario& Small() { return testing::SmallScenario(); }
 
 TEST(MigPoolsTest, ASharePicksTheSmallestProfileCoveringItsComputeAndMemory) {
   const fgpu::mig::ModelInfo& h100 = fgpu::mig::InfoOf(fgpu::mig::Model::kH100_80GB);

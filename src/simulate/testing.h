@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "simulate/replay.h"
+
 namespace fgpu::simulate::testing {
 
 // A file under the test's temporary directory, removed when the object goes.
@@ -30,5 +32,15 @@ class TempFile {
 
 inline std::string SmallNodes() { return std::string(FGPU_SIMULATE_TESTDATA) + "/nodes.csv"; }
 inline std::string SmallPods() { return std::string(FGPU_SIMULATE_TESTDATA) + "/pods.csv"; }
+
+// The small trace loaded once per test binary (read-only, as runs use a Scenario).
+inline const Scenario& SmallScenario() {
+  static const Scenario* scenario = [] {
+    Result<Scenario> loaded = Scenario::Load(SmallNodes(), SmallPods());
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+    return new Scenario(std::move(*loaded));
+  }();
+  return *scenario;
+}
 
 }  // namespace fgpu::simulate::testing

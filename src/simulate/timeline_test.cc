@@ -7,19 +7,12 @@
 #include "simulate/tenants.h"
 #include "simulate/timeline_report.h"
 
+#include "simulate/testing.h"
+
 namespace fgpu::simulate {
 namespace {
 
-const std::string kData = FGPU_SIMULATE_TESTDATA;
-
-const Scenario& Small() {
-  static const Scenario* scenario = [] {
-    Result<Scenario> loaded = Scenario::Load(kData + "/nodes.csv", kData + "/pods.csv");
-    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
-    return new Scenario(std::move(*loaded));
-  }();
-  return *scenario;
-}
+const Scenario& Small() { return testing::SmallScenario(); }
 
 TimedSpec Short(const std::string& baseline, uint64_t seed = 42) {
   TimedSpec spec;

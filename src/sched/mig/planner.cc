@@ -12,18 +12,6 @@ bool Holds(std::span<const Placed> geometry, const Placed& instance) {
   return std::find(geometry.begin(), geometry.end(), instance) != geometry.end();
 }
 
-// Separate runs of free memory slices: fewer keeps the room left usable by larger profiles.
-int FreeRuns(uint8_t occupied) {
-  int runs = 0;
-  bool in_run = false;
-  for (int slot = 0; slot < fgpu::mig::kMemorySlices; ++slot) {
-    const bool free = ((occupied >> slot) & 1U) == 0;
-    if (free && !in_run) ++runs;
-    in_run = free;
-  }
-  return runs;
-}
-
 std::string ProfileName(const ModelInfo& model, uint32_t id) {
   const Profile* profile = fgpu::mig::FindProfile(model, id);
   return profile != nullptr ? std::string(profile->name) : "profile " + std::to_string(id);
@@ -79,7 +67,7 @@ Choice ChooseGeometry(const GpuState& gpu, const std::map<uint32_t, int>& remain
     }
     if (!feasible) continue;
     const std::tuple<int, int, int, int, int> score{geometry.memory_slices, geometry.compute_slices, busy_kept, kept,
-                                                    -FreeRuns(geometry.occupied)};
+                                                    -fgpu::mig::FreeRuns(geometry.occupied)};
     if (score > best.score) best = {&geometry, score};
   }
   return best;

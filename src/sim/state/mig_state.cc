@@ -43,6 +43,13 @@ int ComputeProfileSlices(uint32_t profile) {
   return profile < kSlices.size() ? kSlices[profile] : 0;
 }
 
+int DriverStart(const mig::Profile& profile, uint8_t occupied, bool media_used, int count) {
+  for (int start = mig::kMemorySlices - 1; start >= 0; --start) {
+    if (mig::Fits(profile, start, occupied, media_used, count)) return start;
+  }
+  return -1;
+}
+
 int ComputeProfileOfSlices(int slices) {
   for (uint32_t profile = 0; profile < kComputeProfileCount; ++profile) {
     if (ComputeProfileSlices(profile) == slices) return static_cast<int>(profile);
@@ -65,10 +72,7 @@ Result<std::vector<std::pair<const mig::Profile*, int>>> PlaceMigList(const mig:
     }
     const auto count = static_cast<int>(
         std::count_if(placed.begin(), placed.end(), [&](const auto& p) { return p.first == profile; }));
-    int chosen = -1;
-    for (int start = mig::kMemorySlices - 1; start >= 0 && chosen < 0; --start) {
-      if (mig::Fits(*profile, start, occupied, media, count)) chosen = start;
-    }
+    const int chosen = DriverStart(*profile, occupied, media, count);
     if (chosen < 0) return Status::InvalidArgument("'" + name + "' does not fit beside the instances before it");
     occupied |= profile->Occupies(chosen);
     media = media || profile->media;
@@ -284,15 +288,8 @@ MigResult SharedDevices::CreateGpuInstance(int device, uint32_t profile_id, int 
     media_used = media_used || other->media;
     if (other->id == profile_id) ++count;
   }
-  // Without a placement the driver takes the highest start that fits: that is what makes
-  // `-cgi 9,19,14,19` succeed and `-cgi 19,19,14,9` fail (cuda.md §4.4).
-  int chosen = -1;
-  for (int s = start >= 0 ? start : mig::kMemorySlices - 1; s >= 0 && (start < 0 || s == start); --s) {
-    if (mig::Fits(*profile, s, occupied, media_used, count)) {
-      chosen = s;
-      break;
-    }
-  }
+  const int chosen = start >= 0 ? (mig::Fits(*profile, start, occupied, media_used, count) ? start : -1)
+                                 : DriverStart(*profile, occupied, media_used, count);
   MigGpuSlot* slot = FreeSlot(mig.gpu);
   if (chosen < 0 || slot == nullptr) return MigResult::kInsufficientResources;
   slot->id = FreeId(mig.gpu, 1);

@@ -74,6 +74,10 @@ bool ComputeInstanceCanStartAt(int slices, int start, int gi_slices);
 // a 1g's 16 SMs on H100). Derived; docs/sim.md.
 int ComputeInstanceSms(const mig::ModelInfo& model, const mig::Profile& gi, int slices);
 
+// Where the driver puts a GPU instance given no placement: the highest start that fits (that is
+// what makes `-cgi 9,19,14,19` succeed and `-cgi 19,19,14,9` fail, cuda.md §4.4); -1 if none.
+int DriverStart(const mig::Profile& profile, uint8_t occupied, bool media_used, int count);
+
 // The GPU instances a configuration's "mig" list makes at start, placed in order as the driver
 // places an instance given no placement (the highest start that fits); InvalidArgument naming
 // the first profile the model lacks or that no longer fits.
