@@ -51,6 +51,14 @@ class GovernorTest : public ::testing::Test {
     return scheduler_->reservation(workload->reservations.at(0))->placement.node;
   }
   WorkloadState StateOf(WorkloadId id) { return governor_->Find(id)->state; }
+  // Two GPUs, each running a batch job of `victim`; at 1 s `boss` asks for both in the latency tier.
+  void TwoBatchJobsThenTwoLatencyRequests() {
+    Submit(Job(1000, Tier::kBatch, "victim"));
+    Submit(Job(1000, Tier::kBatch, "victim"));
+    EXPECT_EQ(Started(0).size(), 2u);
+    Submit(Job(1000, Tier::kLatency, "boss"), 1);
+    Submit(Job(1000, Tier::kLatency, "boss"), 1);
+  }
 
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Governor> governor_;
@@ -164,11 +172,7 @@ TEST_F(GovernorTest, NoVictimsOfAnEqualOrHigherTier) {
 
 TEST_F(GovernorTest, APreemptionBudgetProtectsATenantFromChurn) {
   Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.preemption_budget = 1; o.preemption_window = 100; }));
-  Submit(Job(1000, Tier::kBatch, "victim"));
-  Submit(Job(1000, Tier::kBatch, "victim"));
-  EXPECT_EQ(Started(0).size(), 2u);
-  Submit(Job(1000, Tier::kLatency, "boss"), 1);
-  Submit(Job(1000, Tier::kLatency, "boss"), 1);
+  TwoBatchJobsThenTwoLatencyRequests();
   std::vector<Action> others;
   Started(1, &others);
   EXPECT_EQ(others.size(), 1u);  // one of the tenant's per 100 s
@@ -179,11 +183,7 @@ TEST_F(GovernorTest, APreemptionBudgetProtectsATenantFromChurn) {
 
 TEST_F(GovernorTest, PreemptionSearchesAreRationedPerSecondHoweverOftenPassesRun) {
   Build(2, With([](GovernorOptions& o) { o.queueing = Queueing::kGreedy; o.fair_share = false; o.preemption_searches_per_second = 1; }));
-  Submit(Job(1000, Tier::kBatch, "victim"));
-  Submit(Job(1000, Tier::kBatch, "victim"));
-  EXPECT_EQ(Started(0).size(), 2u);
-  Submit(Job(1000, Tier::kLatency, "boss"), 1);
-  Submit(Job(1000, Tier::kLatency, "boss"), 1);
+  TwoBatchJobsThenTwoLatencyRequests();
   std::vector<Action> others;
   Started(1, &others);
   EXPECT_EQ(others.size(), 1u);  // the bucket holds one search

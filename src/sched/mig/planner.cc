@@ -36,16 +36,22 @@ std::map<uint32_t, int> Unmovable(std::span<const GpuState> gpus, const PlanOpti
   return count;
 }
 
-// The best catalog geometry for one GPU given what is still demanded (per profile id) beside the
-// GPU's unmovable instances, which the demand has already been charged for.
-Choice ChooseGeometry(const GpuState& gpu, const std::map<uint32_t, int>& remaining, const PlanOptions& options) {
-  const Catalog& catalog = Catalog::Of(*gpu.model);
-  const ModelInfo& model = catalog.model();
-  std::array<int, kProfilesPerModel> allowed{};
+// One GPU's instances the plan may not move, per profile in the model's order.
+std::array<int, kProfilesPerModel> UnmovableOn(const GpuState& gpu, const Catalog& catalog, const PlanOptions& options) {
   std::array<int, kProfilesPerModel> forced{};
   for (const Instance& instance : gpu.instances) {
     if (instance.busy && !options.move_busy) ++forced[static_cast<size_t>(catalog.IndexOf(instance.placed.profile_id))];
   }
+  return forced;
+}
+
+// The best catalog geometry for one GPU given what is still demanded (per profile id) beside the
+// GPU's unmovable instances (`forced`), which the demand has already been charged for.
+Choice ChooseGeometry(const GpuState& gpu, const std::array<int, kProfilesPerModel>& forced,
+                      const std::map<uint32_t, int>& remaining, const PlanOptions& options) {
+  const Catalog& catalog = Catalog::Of(*gpu.model);
+  const ModelInfo& model = catalog.model();
+  std::array<int, kProfilesPerModel> allowed{};
   for (size_t p = 0; p < model.profiles.size(); ++p) {
     const auto found = remaining.find(model.profiles[p].id);
     allowed[p] = (found == remaining.end() ? 0 : found->second) + forced[p];
@@ -140,15 +146,12 @@ Result<NodePlan> PlanNode(std::span<const GpuState> gpus, const Demand& demand, 
   for (const size_t g : order) {
     const GpuState& gpu = gpus[g];
     if (gpu.model == nullptr) continue;
-    const Choice choice = ChooseGeometry(gpu, remaining, options);
+    const std::array<int, kProfilesPerModel> forced = UnmovableOn(gpu, Catalog::Of(*gpu.model), options);
+    const Choice choice = ChooseGeometry(gpu, forced, remaining, options);
     const Geometry& geometry = *choice.geometry;  // the busy instances alone always qualify
     for (size_t p = 0; p < gpu.model->profiles.size(); ++p) {
-      const uint32_t id = gpu.model->profiles[p].id;
-      const auto unmovable = std::count_if(gpu.instances.begin(), gpu.instances.end(), [&](const Instance& i) {
-        return i.busy && !options.move_busy && i.placed.profile_id == id;
-      });
-      int& left = remaining[id];
-      left = std::max(0, left - (geometry.count[p] - static_cast<int>(unmovable)));
+      int& left = remaining[gpu.model->profiles[p].id];
+      left = std::max(0, left - (geometry.count[p] - forced[p]));
     }
     plan.geometries[g] = geometry.instances;
     plan.free_memory_slices += fgpu::mig::kMemorySlices - geometry.memory_slices;
