@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/isolation.h"
 #include "agent/slice_record.h"
 #include "core/status.h"
 #include "net/http_message.h"
@@ -56,6 +57,9 @@ struct AccessRule {
   // Tenants the user may bill: names, "{user}" for their own name, "*" for any.
   std::vector<std::string> tenants = {"default", "{user}"};
   int max_slices = 0;  // slices held at once; 0: no limit
+  // Isolation beyond trusted gives a whole MIG instance or GPU, memory and compute: a privilege,
+  // as the latency tier is (docs/mig.md "Who may").
+  std::set<Isolation> isolations = {Isolation::kTrusted};
 };
 
 struct AccessPolicy {

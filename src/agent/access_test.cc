@@ -88,5 +88,27 @@ TEST(AccessTest, ManagingIsForOwnersAndAdmins) {
   EXPECT_FALSE(access.MayManage(*access.Identify(UnixRequest(1001)), slice).ok());
 }
 
+// A whole MIG instance or GPU is granted, as the latency tier is; once granted, the rule's compute
+// bound still applies (a whole target is 100 %).
+TEST(AccessTest, HardAndExclusiveIsolationAreGranted) {
+  CreateRequest request;
+  request.memory_bytes = 1;
+  request.isolation = Isolation::kHard;
+  AccessPolicy policy;
+  const Caller nobody = *Access{policy}.Identify(UnixRequest(65534));
+  Status refused = Access{policy}.MayCreate(nobody, request, 0);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.message().find("may not ask for hard isolation"), std::string::npos) << refused.message();
+  EXPECT_TRUE(Access{policy}.MayCreate(*Access{policy}.Identify(UnixRequest(0)), request, 0).ok()) << "admins may";
+  policy.users["nobody"].isolations = {Isolation::kTrusted, Isolation::kHard};
+  EXPECT_TRUE(Access{policy}.MayCreate(nobody, request, 0).ok());
+  request.isolation = Isolation::kExclusive;
+  EXPECT_EQ(Access{policy}.MayCreate(nobody, request, 0).code(), StatusCode::kPermissionDenied);
+  request.isolation = Isolation::kHard;
+  policy.users["nobody"].max_compute = 50;
+  refused = Access{policy}.MayCreate(nobody, request, 0);
+  EXPECT_NE(refused.message().find("over 50 % compute"), std::string::npos) << refused.message();
+}
+
 }  // namespace
 }  // namespace fgpu::agent

@@ -21,6 +21,7 @@
 #include "agent/board_server.h"
 #include "agent/config.h"
 #include "agent/log.h"
+#include "agent/mig_setup.h"
 #include "agent/membership.h"
 #include "agent/metrics.h"
 #include "agent/nvml_client.h"
@@ -201,6 +202,11 @@ int RunAgent(const AgentOptions& options) {
   if (!gpus.ok()) return Fail(gpus.status().message());
   Result<std::unique_ptr<Store>> store = Store::Open(*state_dir + "/agent.db");
   if (!store.ok()) return Fail(store.status().message());
+  // Each GPU's isolation class; a MIG GPU's geometry applied where no stored slice is in the way.
+  Result<std::vector<SliceRecord>> stored = (*store)->Slices();
+  if (!stored.ok()) return Fail("cannot read the slices: " + stored.status().message());
+  gpus = SetUpGpus(**nvml, std::move(*gpus), config->gpus, *stored);
+  if (!gpus.ok()) return Fail(options.config + ": " + gpus.status().message());
   Result<slice::NodePolicy> node = slice::LoadNodePolicy(std::getenv(slice::kNodeConfigEnv));
   if (!node.ok()) return Fail("the node configuration: " + node.status().message());
   if (Status fits = CheckNodePolicy(*node, *state_dir + "/slices"); !fits.ok()) return Fail(fits.message());

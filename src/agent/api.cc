@@ -65,6 +65,7 @@ api::Slice ApiSlice(const SliceRecord& slice, const WorkloadEnvironment* full, u
   out.compute_mode = slice::ToString(slice.compute_mode);
   out.tier = slice::ToString(slice.tier);
   out.tenant = slice.tenant;
+  out.isolation = std::string(ToString(slice.isolation));
   out.created_unix_ms = slice.created_unix_ms;
   out.compute_throttled_seconds = static_cast<double>(throttled_ns) / 1e9;
   out.starved = starved;
@@ -186,6 +187,11 @@ Result<CreateRequest> CreateRequestOf(const api::SliceRequest& body) {
   request.kube = {body.labels.kube_namespace, body.labels.pod, body.labels.claim, body.labels.pod_uid};
   request.idempotency_key = body.idempotency_key.value_or("");
   request.gpu = body.gpu;
+  if (body.isolation) {
+    const std::optional<Isolation> isolation = ParseIsolation(*body.isolation);
+    if (!isolation) return Status::InvalidArgument("isolation must be trusted, hard or exclusive");
+    request.isolation = *isolation;
+  }
   request.gang = body.gang.value_or("");
   request.gang_size = body.gang_size.value_or(0);
   if (body.owner) {
@@ -401,7 +407,8 @@ net::HttpResponse Api::ListGpus() {
     gpus.push_back(api::Gpu{static_cast<int>(room.gpu.index), room.gpu.uuid, room.gpu.name, room.gpu.memory_total,
                             room.memory_reserved, room.compute_reserved, room.exclusive, room.fenced, room.slices,
                             room.gpu.compute_capability, room.gpu.driver_version, room.gpu.mig_capable,
-                            room.gpu.minor});
+                            room.gpu.minor, std::string(ToString(room.gpu.isolation)), room.gpu.parent_uuid,
+                            room.gpu.mig_profile, room.gpu.mig_start, room.gpu.mig_note});
   }
   return Json(200, api::ToJson(gpus));
 }

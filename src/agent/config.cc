@@ -155,6 +155,18 @@ Status ParseRule(const json& object, const std::string& where, AccessRule* rule)
           return Status::Ok();
         }},
        {"gpus", [&](const json& v) { return Strings(v, &rule->gpus); }},
+       {"isolations",
+        [&](const json& v) {
+          std::vector<std::string> names;
+          if (Status status = Strings(v, &names); !status.ok()) return status;
+          rule->isolations.clear();
+          for (const std::string& name : names) {
+            const std::optional<Isolation> isolation = ParseIsolation(name);
+            if (!isolation) return Status::InvalidArgument("isolations among trusted, hard, exclusive");
+            rule->isolations.insert(*isolation);
+          }
+          return Status::Ok();
+        }},
        {"tenants", [&](const json& v) { return Strings(v, &rule->tenants); }},
        {"max_slices", [&](const json& v) {
           if (!v.is_number_integer() || v.get<int64_t>() < 0) return Status::InvalidArgument("an integer >= 0");
@@ -345,6 +357,50 @@ Status ParseGovernance(const json& object, const std::string& where, Governance*
   return Status::Ok();
 }
 
+Status ParseGpuClass(const json& object, const std::string& where, GpuClassConfig* gpu) {
+  bool named = false;
+  Status status = ReadObject(
+      object, where,
+      {{"gpu", [&](const json& v) {
+          if (!v.is_string() || v.get<std::string>().empty()) return Status::InvalidArgument("an NVML index or a UUID");
+          gpu->gpu = v.get<std::string>();
+          named = true;
+          return Status::Ok();
+        }},
+       {"isolation", [&](const json& v) {
+          const std::optional<IsolationClass> isolation =
+              v.is_string() ? ParseIsolationClass(v.get<std::string>()) : std::nullopt;
+          if (!isolation) return Status::InvalidArgument("shared, exclusive or mig");
+          gpu->isolation = *isolation;
+          return Status::Ok();
+        }},
+       {"mig", [&](const json& v) {
+          if (Status listed = Strings(v, &gpu->mig); !listed.ok()) return listed;
+          if (gpu->mig.size() > 7) return Status::InvalidArgument("at most 7 instances (a GPU has 7 compute slices)");
+          return Status::Ok();
+        }}});
+  if (!status.ok()) return status;
+  if (!named) return Status::InvalidArgument(where + ".gpu: missing (an NVML index or a UUID)");
+  if (!gpu->mig.empty() && gpu->isolation != IsolationClass::kMig) {
+    return Status::InvalidArgument(where + ".mig: a geometry needs \"isolation\": \"mig\"");
+  }
+  return Status::Ok();
+}
+
+Status ParseGpuClasses(const json& list, const std::string& where, std::vector<GpuClassConfig>* gpus) {
+  if (!list.is_array()) return Status::InvalidArgument(where + " must be a list of {gpu, isolation, mig}, not " + Quoted(list));
+  gpus->clear();
+  for (size_t i = 0; i < list.size(); ++i) {
+    GpuClassConfig gpu;
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (Status parsed = ParseGpuClass(list[i], at, &gpu); !parsed.ok()) return parsed;
+    const bool repeated = std::any_of(gpus->begin(), gpus->end(), [&](const GpuClassConfig& g) { return g.gpu == gpu.gpu; });
+    if (repeated) return Status::InvalidArgument(at + ".gpu: GPU '" + gpu.gpu + "' is listed twice");
+    gpus->push_back(std::move(gpu));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<AgentConfig> LoadConfig(const std::string& path) {
@@ -359,6 +415,7 @@ Result<AgentConfig> LoadConfig(const std::string& path) {
       {{"stop_loss", [&](const json& v) { return ParseStopLoss(v, path + ".stop_loss", &config.stop_loss); }},
        {"governance", [&](const json& v) { return ParseGovernance(v, path + ".governance", &config.governance); }},
        {"access", [&](const json& v) { return ParseAccess(v, path + ".access", &config.access); }},
+       {"gpus", [&](const json& v) { return ParseGpuClasses(v, path + ".gpus", &config.gpus); }},
        {"usage_retention_days", [&](const json& v) {
           if (!v.is_number() || v.get<double>() < 0) return Status::InvalidArgument("a number of days >= 0 (0: keep all)");
           config.usage_retention_ms = static_cast<int64_t>(v.get<double>() * 24 * 3600 * 1000);

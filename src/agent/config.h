@@ -13,14 +13,25 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "agent/access.h"
+#include "agent/isolation.h"
 #include "agent/log.h"
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
 #include "core/status.h"
 
 namespace fgpu::agent {
+
+// One GPU's isolation class (docs/mig.md "Isolation classes"); GPUs not listed are shared.
+struct GpuClassConfig {
+  std::string gpu;  // an NVML index ("0") or a UUID
+  IsolationClass isolation = IsolationClass::kShared;
+  // The MIG geometry (profile names, "3g.40gb"): applied at start where no slice is in the way.
+  // Empty with `mig`: the instances the GPU has are kept as they are.
+  std::vector<std::string> mig;
+};
 
 struct AgentConfig {
   StopLossPolicy stop_loss;
@@ -30,6 +41,7 @@ struct AgentConfig {
   LogLevel log_level = LogLevel::kInfo;  // the event log's (log.h); --log-level overrides it
   // Placement, queueing, preemption and quotas (docs/governance.md); the policy is --policy's.
   Governance governance;
+  std::vector<GpuClassConfig> gpus;  // by the order written; each GPU at most once
 };
 
 Result<AgentConfig> LoadConfig(const std::string& path);

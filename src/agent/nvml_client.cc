@@ -4,35 +4,10 @@
 
 #include <algorithm>
 
-#include "core/abi/nvml_types.h"
+#include "agent/nvml_api.h"
 
 namespace fgpu::agent {
 
-struct NvmlClient::Api {
-  void* handle = nullptr;
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  nvmlReturn_t (*count)(unsigned*) = nullptr;
-  nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
-  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
-  nvmlReturn_t (*by_uuid)(const char*, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*) = nullptr;
-  nvmlReturn_t (*process_utilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned*,
-                                      unsigned long long) = nullptr;
-  nvmlReturn_t (*compute_capability)(nvmlDevice_t, int*, int*) = nullptr;
-  nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
-  nvmlReturn_t (*minor)(nvmlDevice_t, unsigned*) = nullptr;
-  nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
-
-  template <typename Fn>
-  bool Resolve(Fn* slot, const char* symbol, bool required = true) {
-    *slot = reinterpret_cast<Fn>(dlsym(handle, symbol));
-    return *slot != nullptr || !required;
-  }
-};
 
 Result<std::shared_ptr<NvmlClient>> NvmlClient::Load() {
   auto api = std::make_unique<Api>();
@@ -58,6 +33,7 @@ Result<std::shared_ptr<NvmlClient>> NvmlClient::Load() {
     dlclose(api->handle);
     return Status::Unavailable("libnvidia-ml.so.1 lacks an entry point the agent needs");
   }
+  api->ResolveMig();
   if (api->init() != NVML_SUCCESS) {
     dlclose(api->handle);
     return Status::Unavailable("NVML failed to initialise");

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/isolation.h"
+#include "core/mig_profiles.h"
 #include "core/status.h"
 
 namespace fgpu::agent {
@@ -29,6 +31,31 @@ struct GpuState {
   std::string driver_version{};      // the system's, "550.54.15"
   bool mig_capable = false;
   int minor = -1;  // /dev/nvidia<minor>
+  // How the agent uses it (its configuration, not NVML's): a GPU's class; a MIG instance is a
+  // placement target of its own, carved from `parent_uuid` (mig_setup.h).
+  IsolationClass isolation = IsolationClass::kShared;
+  std::string parent_uuid{};  // a MIG instance's GPU ("" for a whole GPU)
+  std::string mig_profile{};  // a MIG instance's profile, "3g.40gb"
+  int mig_start = -1;         // a MIG instance's first memory slice
+  std::string mig_note{};     // a MIG GPU: why its configured geometry is not (all) applied
+};
+
+// One GPU instance of a GPU in MIG mode, with the compute instance the agent gives it (all of
+// its compute slices): what a slice inside it is placed on.
+struct MigInstance {
+  uint32_t gpu_instance_id = 0;
+  uint32_t profile_id = 0;  // nvmlGpuInstanceProfileInfo_t.id ("3g.40gb" is 9)
+  int start = 0;            // first memory slice
+  int size = 0;             // memory slices
+  std::string uuid;         // "MIG-..." of its first compute instance; "" with none
+  std::string name;         // NVML's, "NVIDIA H100 80GB HBM3 MIG 3g.40gb"
+  uint64_t memory_total = 0;
+  uint64_t memory_used = 0;
+};
+
+struct MigMode {
+  bool current = false;
+  bool pending = false;
 };
 
 struct GpuProcess {
@@ -59,8 +86,24 @@ class NvmlClient {
   Result<std::vector<ProcessBusy>> ProcessUtilization(const std::string& uuid, uint64_t since_us,
                                                       uint64_t* newest_us) const;
 
- private:
+  // MIG (nvml_client_mig.cc). Changes need root (PermissionDenied otherwise, as NVML says);
+  // Unavailable where this NVML or GPU has no MIG.
+  Result<MigMode> GetMigMode(const std::string& uuid) const;
+  // Turns MIG mode on: true when it is on now, false when the driver holds it pending (the GPU
+  // is in use, or needs a reset).
+  Result<bool> EnableMig(const std::string& uuid) const;
+  // The GPU instances, by start, each with its first compute instance's MIG device.
+  Result<std::vector<MigInstance>> MigInstances(const std::string& uuid) const;
+  // A GPU instance of profile `wanted` at memory slice `start`, and one compute instance over all
+  // its compute slices; if the compute instance fails the GPU instance goes too.
+  Status CreateMigInstance(const std::string& uuid, const mig::Profile& wanted, int start) const;
+  // The GPU instance `gpu_instance_id`, its compute instances first.
+  Status DestroyMigInstance(const std::string& uuid, uint32_t gpu_instance_id) const;
+
+ // The resolved entry points (nvml_api.h: private to nvml_client*.cc).
   struct Api;
+
+ private:
   explicit NvmlClient(std::unique_ptr<Api> api);
   std::unique_ptr<Api> api_;
 };

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "agent/isolation.h"
 #include "slice/slice.h"
 
 namespace fgpu::agent {
@@ -56,6 +57,9 @@ struct SliceRecord {
   // (`fgpu run`'s slices: released when the workload's last process exits, even if fgpu run
   // itself was killed).
   bool release_on_exit = false;
+  // trusted: beside other slices; hard: a MIG instance of its own; exclusive: a whole GPU of the
+  // exclusive class (its limits are then the whole instance's or GPU's).
+  Isolation isolation = Isolation::kTrusted;
   std::string dir;          // the slice directory the workload's FGPU_SLICE names
   int64_t created_unix_ms = 0;
   // Chargeback: usage is recorded up to here (0: not yet, from created_unix_ms), and the

@@ -152,6 +152,43 @@ class RowsCounter final : public sched::ReservePlugin {
 
 constexpr int64_t kUnmodelled = int64_t{1} << 40;  // host CPU and RAM: not the agent's concern
 
+constexpr sched::ModelSet Bit(int model) { return sched::ModelSet{1} << model; }
+
+sched::ModelSet ModelsFor(Isolation isolation) {
+  switch (isolation) {
+    case Isolation::kHard:
+      return Bit(kMigInstanceModel);
+    case Isolation::kExclusive:
+      return Bit(kExclusiveModel);
+    case Isolation::kTrusted:
+      break;
+  }
+  return Bit(kSharedModel) | Bit(kMigInstanceModel);
+}
+
+int ModelOf(const GpuState& gpu) {
+  switch (gpu.isolation) {
+    case IsolationClass::kExclusive:
+      return kExclusiveModel;
+    case IsolationClass::kMig:
+      return gpu.parent_uuid.empty() ? kMigGpuModel : kMigInstanceModel;
+    case IsolationClass::kShared:
+      break;
+  }
+  return kSharedModel;
+}
+
+// A request for a whole MIG instance takes the smallest that holds it: the larger stay for the
+// requests only they can hold. Outweighs any policy's score (those are within ±1e4).
+class SmallestWholeInstance final : public sched::ScorePlugin {
+ public:
+  std::string_view name() const override { return "SmallestWholeInstance"; }
+  double Score(const sched::NodeView& node, const sched::Request& request) const override {
+    if (request.models != ModelsFor(Isolation::kHard)) return 0;
+    return -static_cast<double>(node.spec.gpu_memory_bytes) / static_cast<double>(uint64_t{1} << 20) * 1e4;
+  }
+};
+
 sched::Tier TierOf(slice::Tier tier) {
   switch (tier) {
     case slice::Tier::kBatch:
@@ -183,10 +220,10 @@ SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string
     governance = Governance{};
   }
   sched::ModelTable models;
-  const int model = *models.Intern("GPU");
+  for (const char* name : {"shared", "exclusive", "mig-instance", "mig-gpu"}) (void)models.Intern(name);
   std::vector<sched::NodeSpec> nodes;
   for (const GpuState& gpu : gpus_) {
-    nodes.push_back({gpu.uuid, kUnmodelled, kUnmodelled, model, 1, static_cast<int64_t>(gpu.memory_total)});
+    nodes.push_back({gpu.uuid, kUnmodelled, kUnmodelled, ModelOf(gpu), 1, static_cast<int64_t>(gpu.memory_total)});
   }
   Result<sched::Cluster> cluster = sched::Cluster::Create(std::move(models), std::move(nodes));
   if (!cluster.ok()) {  // two GPUs with one UUID: model none, place nothing
@@ -207,6 +244,7 @@ SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string
   auto rows = std::make_shared<SliceRows>(slice_rows_, &max_slices_per_gpu_);
   scheduler_->AddFilter(std::make_unique<RowsFilter>(rows));
   scheduler_->AddReservePlugin(std::make_unique<RowsCounter>(rows));
+  scheduler_->AddScorePlugin(std::make_unique<SmallestWholeInstance>());
   Result<sched::QuotaTree> quotas =
       governance.quotas.empty()
           ? Result<sched::QuotaTree>(sched::QuotaTree{})
@@ -227,6 +265,25 @@ int SliceService::NodeOf(const std::string& uuid) const {
   return -1;
 }
 
+bool SliceService::Accepts(const GpuState& gpu, Isolation isolation) {
+  return sched::Accepts(ModelsFor(isolation), ModelOf(gpu));
+}
+
+std::string SliceService::ClassRefusal(const GpuState& gpu, const std::string& selector, Isolation isolation) {
+  if (Accepts(gpu, isolation)) return "";
+  const std::string named = "GPU " + selector;
+  if (ModelOf(gpu) == kMigGpuModel) return named + " is in MIG mode: name one of its instances (fgpu status lists them)";
+  switch (isolation) {
+    case Isolation::kHard:
+      return named + " is not a MIG instance: hard isolation takes a MIG instance whole";
+    case Isolation::kExclusive:
+      return named + " is not of the exclusive class: it cannot be had whole";
+    case Isolation::kTrusted:
+      break;
+  }
+  return named + " is of the exclusive class: ask for it with isolation exclusive";
+}
+
 void SliceService::CordonLocked(const std::string& uuid) {
   const int node = NodeOf(uuid);
   if (node < 0) return;
@@ -235,6 +292,7 @@ void SliceService::CordonLocked(const std::string& uuid) {
 }
 
 uint32_t SliceService::ShareOf(const CreateRequest& request) const {
+  if (request.isolation != Isolation::kTrusted) return 100;  // the whole instance or GPU
   if (request.compute_share) return *request.compute_share;
   // In proportion to the memory asked, of the named GPU (else the first: a machine's GPUs are
   // alike), at least 1 %.
@@ -254,6 +312,7 @@ sched::WorkloadSpec SliceService::SpecOf(const CreateRequest& request, bool may_
   spec.request.gpu_memory_bytes = static_cast<int64_t>(request.memory_bytes);
   spec.request.tier = TierOf(request.tier);
   spec.request.tenant = request.tenant;
+  spec.request.models = ModelsFor(request.isolation);
   if (request.gpu) {
     if (Result<const GpuState*> named = NamedGpu(*request.gpu); named.ok()) spec.request.node = NodeOf((*named)->uuid);
   }
@@ -370,6 +429,7 @@ Status SliceService::Restore() {
     as_asked.compute_share = record.compute_share;
     as_asked.tier = record.tier;
     as_asked.tenant = record.tenant;
+    as_asked.isolation = record.isolation;
     const double age = static_cast<double>(std::max<int64_t>(0, now_ms - record.created_unix_ms)) / 1000;
     Result<sched::WorkloadId> adopted =
         node < 0 ? Result<sched::WorkloadId>(Status::NotFound("its GPU is not on this machine"))
@@ -535,7 +595,8 @@ std::vector<GpuRoom> SliceService::Rooms() const {
 
 Result<const GpuState*> SliceService::NamedGpu(const std::string& selector) const {
   for (const GpuState& gpu : gpus_) {
-    if (gpu.uuid == selector || std::to_string(gpu.index) == selector) return &gpu;
+    // An index names the whole GPU, not one of its MIG instances (they share it).
+    if (gpu.uuid == selector || (gpu.parent_uuid.empty() && std::to_string(gpu.index) == selector)) return &gpu;
   }
   return Status::NotFound("no GPU '" + selector + "' on this machine");
 }
@@ -586,6 +647,10 @@ Status SliceService::Validate(const CreateRequest& request, const net::Peer& pee
   if (request.compute_share && (*request.compute_share < 1 || *request.compute_share > 100)) {
     return Status::InvalidArgument("compute must be 1..100 (percent of one GPU)");
   }
+  if (request.isolation != Isolation::kTrusted && request.compute_share) {
+    return Status::InvalidArgument(std::string(ToString(request.isolation)) +
+                                   " isolation gives the whole instance or GPU: name no compute share");
+  }
   if (!ValidName(request.tenant)) return Status::InvalidArgument("tenant must be 1-63 of [A-Za-z0-9._-]");
   if (Status labels = ValidateLabels(request.labels); !labels.ok()) return labels;
   if ((request.release_on_exit || request.wait) && (!peer.unix_socket || peer.pid <= 0)) {
@@ -623,7 +688,8 @@ Result<SliceRecord> SliceService::MakeSliceLocked(sched::WorkloadId workload_id,
   SliceRecord record;
   record.id = NewId();
   record.gpu_uuid = gpu.uuid;
-  record.memory_bytes = request.memory_bytes;
+  record.isolation = request.isolation;
+  record.memory_bytes = request.isolation == Isolation::kTrusted ? request.memory_bytes : gpu.memory_total;
   record.compute_share = static_cast<uint32_t>(workload->spec.request.gpu_milli / 10);
   record.compute_mode = request.compute_mode;
   record.tier = request.tier;
@@ -673,8 +739,14 @@ Status SliceService::RefusalLocked(const CreateRequest& request, const sched::Wo
   if (request.gpu) {
     Result<const GpuState*> named = NamedGpu(*request.gpu);
     if (!named.ok()) return named.status();
+    if (std::string wrong = ClassRefusal(**named, *request.gpu, request.isolation); !wrong.empty()) {
+      return Status::ResourceExhausted(wrong);
+    }
     for (const GpuRoom& room : rooms) {
       if (room.gpu.uuid != (*named)->uuid) continue;
+      if (request.isolation != Isolation::kTrusted && room.slices > 0) {
+        return Status::ResourceExhausted("GPU " + *request.gpu + " holds slices: it cannot be had whole");
+      }
       if (room.exclusive) return Status::ResourceExhausted("GPU " + *request.gpu + " is in exclusive mode");
       if (!room.fenced.empty()) {
         return Status::ResourceExhausted("GPU " + *request.gpu + " takes no new slices for now (stop-loss: " + room.fenced + ")");
@@ -690,6 +762,14 @@ Status SliceService::RefusalLocked(const CreateRequest& request, const sched::Wo
                                        FormatByteSize(room.gpu.memory_total - room.memory_reserved) + " and " +
                                        std::to_string(100 - room.compute_reserved) + " % compute left");
     }
+  }
+  if (request.isolation == Isolation::kHard) {
+    return Status::ResourceExhausted("no free MIG instance of this machine holds " + FormatByteSize(request.memory_bytes) +
+                                     " (hard isolation takes a MIG instance whole)");
+  }
+  if (request.isolation == Isolation::kExclusive) {
+    return Status::ResourceExhausted("no GPU of the exclusive class with " + FormatByteSize(request.memory_bytes) +
+                                     " is free");
   }
   return Status::ResourceExhausted("no GPU has " + FormatByteSize(request.memory_bytes) + " and " +
                                    (request.compute_share ? std::to_string(*request.compute_share) + " %"
@@ -713,10 +793,20 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
   }
   // Only requests that could ever fit wait: one larger than every GPU is refused now.
   const bool could_fit = std::any_of(gpus_.begin(), gpus_.end(), [&](const GpuState& gpu) {
-    return request.memory_bytes <= gpu.memory_total && (!request.gpu || *request.gpu == gpu.uuid ||
-                                                        *request.gpu == std::to_string(gpu.index));
+    return request.memory_bytes <= gpu.memory_total && Accepts(gpu, request.isolation) &&
+           (!request.gpu || *NamedGpu(*request.gpu) == &gpu);
   });
-  if (!could_fit) return Status::ResourceExhausted("no GPU of this machine is large enough, even empty");
+  if (!could_fit) {
+    if (request.gpu) {
+      if (std::string wrong = ClassRefusal(**NamedGpu(*request.gpu), *request.gpu, request.isolation); !wrong.empty()) {
+        return Status::ResourceExhausted(wrong);
+      }
+    }
+    return Status::ResourceExhausted("no GPU of this machine is large enough, even empty" +
+                                     std::string(request.isolation == Isolation::kTrusted ? ""
+                                                                                         : " (for " + std::string(ToString(request.isolation)) +
+                                                                                               " isolation)"));
+  }
   Result<sched::WorkloadId> id = governor_->Submit(SpecOf(request, /*may_preempt=*/true), Now());
   if (!id.ok()) return Status::InvalidArgument(id.status().message());
   if (ScheduleLocked(*id)) {
@@ -754,7 +844,8 @@ Result<QueueStatus> SliceService::JoinGangLocked(const CreateRequest& request, c
   const CreateRequest& first = pending->second.request;
   if (!added && (first.memory_bytes != request.memory_bytes || first.compute_share != request.compute_share ||
                  first.compute_mode != request.compute_mode || first.tier != request.tier ||
-                 first.tenant != request.tenant || first.gang_size != request.gang_size)) {
+                 first.tenant != request.tenant || first.gang_size != request.gang_size ||
+                 first.isolation != request.isolation)) {
     return Status::InvalidArgument("gang '" + request.gang + "' has members asking other limits or another size; "
                                    "every member asks the same");
   }
@@ -821,10 +912,13 @@ std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequ
   const auto taken = [&] {
     return Status::ResourceExhausted("idempotency key " + key + " is already in use by another owner; use another key");
   };
+  // A whole instance or GPU holds at least what was asked; a trusted slice exactly that.
   const auto same_limits = [&](uint64_t memory, std::optional<uint32_t> share, slice::ComputeMode mode, slice::Tier tier,
-                               const std::function<bool(const std::string&)>& on_gpu) {
-    return memory == request.memory_bytes && (!request.compute_share || share == request.compute_share) &&
-           mode == request.compute_mode && tier == request.tier && (!request.gpu || on_gpu(*request.gpu));
+                               Isolation isolation, const std::function<bool(const std::string&)>& on_gpu) {
+    const bool same_memory = isolation == Isolation::kTrusted ? memory == request.memory_bytes : memory >= request.memory_bytes;
+    const bool same_share = isolation != Isolation::kTrusted || !request.compute_share || share == request.compute_share;
+    return isolation == request.isolation && same_memory && same_share && mode == request.compute_mode &&
+           tier == request.tier && (!request.gpu || on_gpu(*request.gpu));
   };
   for (const SliceRecord& slice : slices_) {
     if (slice.idempotency_key != key) continue;
@@ -835,7 +929,7 @@ std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequ
         return gpu.uuid == slice.gpu_uuid && std::to_string(gpu.index) == selector;
       });
     };
-    if (!same_limits(slice.memory_bytes, slice.compute_share, slice.compute_mode, slice.tier, on_gpu)) {
+    if (!same_limits(slice.memory_bytes, slice.compute_share, slice.compute_mode, slice.tier, slice.isolation, on_gpu)) {
       return Result<QueueStatus>(Status::ResourceExhausted(
           "idempotency key " + key + " already made slice " + slice.id + " with other limits (" +
           FormatByteSize(slice.memory_bytes) + ", " + std::to_string(slice.compute_share) + " % compute, " +
@@ -853,7 +947,7 @@ std::optional<Result<QueueStatus>> SliceService::ExistingLocked(const CreateRequ
     if (queued_owner != owner) return Result<QueueStatus>(taken());
     const CreateRequest& queued = entry.request;
     const auto on_gpu = [&](const std::string& selector) { return queued.gpu && *queued.gpu == selector; };
-    if (!same_limits(queued.memory_bytes, queued.compute_share, queued.compute_mode, queued.tier, on_gpu) ||
+    if (!same_limits(queued.memory_bytes, queued.compute_share, queued.compute_mode, queued.tier, queued.isolation, on_gpu) ||
         queued.compute_share != request.compute_share) {
       return Result<QueueStatus>(
           Status::ResourceExhausted("idempotency key " + key + " is already queued with other limits; cancel it or use another key"));
@@ -1064,6 +1158,12 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
   if (request.compute_share) updated.compute_share = *request.compute_share;
   if (request.compute_mode) updated.compute_mode = *request.compute_mode;
   if (request.tier) updated.tier = *request.tier;
+  if (it->isolation != Isolation::kTrusted &&
+      (updated.memory_bytes != it->memory_bytes || updated.compute_share != it->compute_share)) {
+    return Status::InvalidArgument("slice " + id + " has its " + (it->isolation == Isolation::kHard ? "MIG instance" : "GPU") +
+                                   " whole (" + std::string(ToString(it->isolation)) +
+                                   " isolation): its memory and compute are the instance's");
+  }
   if (updated.memory_bytes == 0) return Status::InvalidArgument("memory must be more than 0 bytes");
   if (updated.compute_share < 1 || updated.compute_share > 100) {
     return Status::InvalidArgument("compute must be 1..100 (percent of one GPU)");
@@ -1074,6 +1174,7 @@ Result<SliceRecord> SliceService::Resize(const std::string& id, const ResizeRequ
     as_asked.compute_share = updated.compute_share;
     as_asked.tier = updated.tier;
     as_asked.tenant = updated.tenant;
+    as_asked.isolation = updated.isolation;
     sched::Request resized = SpecOf(as_asked, false).request;
     resized.node = NodeOf(updated.gpu_uuid);
     if (Status grown = governor_->Resize(workload->second, resized, Now()); !grown.ok()) {

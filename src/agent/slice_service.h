@@ -64,13 +64,18 @@
 namespace fgpu::agent {
 
 struct CreateRequest {
-  std::optional<std::string> gpu;  // NVML index ("0") or UUID; absent: placed by the agent
+  // NVML index ("0") or UUID (a MIG instance's "MIG-..."); absent: placed by the agent
+  std::optional<std::string> gpu;
   uint64_t memory_bytes = 0;
   // Absent: the GPU's compute in proportion to the memory asked (at least 1 %), so slices that
   // ask only memory still pack and each keeps a guarantee.
   std::optional<uint32_t> compute_share;
   slice::ComputeMode compute_mode = slice::ComputeMode::kShare;
   slice::Tier tier = slice::Tier::kStandard;
+  // trusted: a slice on a shared GPU or inside a MIG instance; hard: the smallest free MIG
+  // instance that holds `memory_bytes`, whole; exclusive: a free GPU of the exclusive class,
+  // whole. A whole target's slice has all its memory and compute.
+  Isolation isolation = Isolation::kTrusted;
   std::string tenant = "default";
   JobLabels labels;
   KubeLabels kube;
@@ -150,6 +155,12 @@ struct GpuRoom {
   std::string fenced{};  // why stop-loss holds new placements off it now ("" = not fenced)
   int max_slices = 0;    // the most slices it may hold (0: no limit; SetMaxSlicesPerGpu)
 };
+
+// The sched models placement targets are of (SliceService's nodes), one per isolation class.
+inline constexpr int kSharedModel = 0;
+inline constexpr int kExclusiveModel = 1;
+inline constexpr int kMigInstanceModel = 2;
+inline constexpr int kMigGpuModel = 3;  // a GPU in MIG mode: no request takes it whole
 
 // Ok, or why the policy or the quotas cannot be used.
 Status ValidateGovernance(const Governance& governance);
@@ -286,6 +297,10 @@ class SliceService {
   // Fails every waiting member of a gang (by owner and name) with `why`.
   void FailGangLocked(int64_t owner, const std::string& gang, const std::string& why);
   static int64_t OwnerOf(const CreateRequest& request, const net::Peer& peer);
+  // Whether a request of `isolation` may ever be placed on `gpu` (its class).
+  static bool Accepts(const GpuState& gpu, Isolation isolation);
+  // Why a request that names `gpu` cannot be placed there by its class ("" when it can).
+  static std::string ClassRefusal(const GpuState& gpu, const std::string& selector, Isolation isolation);
   // The cordon of a GPU: exclusive or fenced.
   void CordonLocked(const std::string& uuid);
   double Now() const;

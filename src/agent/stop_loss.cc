@@ -148,13 +148,25 @@ void StopLoss::Tick(int64_t now_ms) {
   };
   std::erase_if(counters_.measured_busy_ns, gone);
   std::erase_if(counters_.busy_difference_ns, gone);
+  // A MIG instance's GPU: NVML lists the processes of every instance on the GPU they are carved from.
+  std::map<std::string, std::string> parent_of;
+  for (const GpuRoom& room : slices_->Rooms()) {
+    if (!room.gpu.parent_uuid.empty()) parent_of[room.gpu.uuid] = room.gpu.parent_uuid;
+  }
   for (const GpuState& gpu : *gpus) {
     std::vector<SliceRecord> here;
+    std::vector<SliceRecord> in_instances;
     for (const SliceRecord& slice : slices) {
       if (slice.gpu_uuid == gpu.uuid) here.push_back(slice);
+      const auto parent = parent_of.find(slice.gpu_uuid);
+      if (parent != parent_of.end() && parent->second == gpu.uuid) in_instances.push_back(slice);
     }
     CheckCompute(gpu, here, now_ms);  // first: starvation and overuse read what it measured
-    CheckBypass(gpu, here, now_ms);   // then: a bypasser is the culprit, evicted before anyone else
+    // then: a bypasser is the culprit, evicted before anyone else (its instances' slices too: a
+    // process in one is on this GPU's list)
+    std::vector<SliceRecord> listed = here;
+    listed.insert(listed.end(), in_instances.begin(), in_instances.end());
+    CheckBypass(gpu, listed, now_ms);
     (void)slices_->SetFenced(gpu.uuid, CheckGpu(gpu, here, now_ms));  // the service keeps it (GpuRoom::fenced)
   }
 }

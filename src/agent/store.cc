@@ -15,7 +15,9 @@ namespace {
 // database's counter starts at the highest id any of its tables names.
 // 5: idempotency_key, kube_namespace, pod, claim and pod_uid on slices (the Kubernetes plugin); an older
 // database gets the columns, empty, at open.
-constexpr int kSchemaVersion = 5;
+// 6: isolation on slices (docs/mig.md "Isolation classes"); an older database's slices are
+// trusted ('' reads as trusted).
+constexpr int kSchemaVersion = 6;
 
 constexpr const char* kLastSliceNumber = "last_slice_number";
 
@@ -43,7 +45,8 @@ CREATE TABLE IF NOT EXISTS slices (
   kube_namespace TEXT NOT NULL DEFAULT '',
   pod TEXT NOT NULL DEFAULT '',
   claim TEXT NOT NULL DEFAULT '',
-  pod_uid TEXT NOT NULL DEFAULT ''
+  pod_uid TEXT NOT NULL DEFAULT '',
+  isolation TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS usage_records (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -91,10 +94,10 @@ PRAGMA user_version=2;
 COMMIT;
 )sql";
 
-// Version 2..4 → 5: the slice columns a database may lack, each added empty (every slice keeps
-// its row, with no key and no Kubernetes labels). Added only where missing, so a database that
-// has some already (an interrupted copy, a test's) migrates too.
-constexpr const char* kColumnsOf5[] = {"idempotency_key", "kube_namespace", "pod", "claim", "pod_uid"};
+// Version 2..5 → 6: the slice columns a database may lack, each added empty (every slice keeps
+// its row, with no key, no Kubernetes labels, trusted). Added only where missing, so a database
+// that has some already (an interrupted copy, a test's) migrates too.
+constexpr const char* kColumnsOf6[] = {"idempotency_key", "kube_namespace", "pod", "claim", "pod_uid", "isolation"};
 
 // A prepared statement, finalized on scope exit.
 class Statement {
@@ -165,9 +168,9 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, uint64_t res
     }
     found = 2;
   }
-  if (found >= 2 && found < 5) {
+  if (found >= 2 && found < 6) {
     std::string migrate = "BEGIN IMMEDIATE;";
-    for (const char* column : kColumnsOf5) {
+    for (const char* column : kColumnsOf6) {
       Statement has(db, "SELECT 1 FROM pragma_table_info('slices') WHERE name = ?;");
       if (!has.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db));
       BindText(has.get(), 1, column);
@@ -175,10 +178,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, uint64_t res
         migrate += std::string("ALTER TABLE slices ADD COLUMN ") + column + " TEXT NOT NULL DEFAULT '';";
       }
     }
-    migrate += "PRAGMA user_version=5; COMMIT;";
+    migrate += "PRAGMA user_version=6; COMMIT;";
     if (Status status = store->Exec(migrate); !status.ok()) {
       (void)store->Exec("ROLLBACK;");
-      return Status::Internal("cannot migrate " + path + " to schema 5: " + status.message());
+      return Status::Internal("cannot migrate " + path + " to schema 6: " + status.message());
     }
   }
   if (Status status = store->Exec(kSchema); !status.ok()) return status;
@@ -304,8 +307,8 @@ bool Store::InsertSlice(const SliceRecord& slice) {
   Statement insert(db_,
                    "INSERT OR REPLACE INTO slices (id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, "
                    "owner_uid, owner_pid, owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, "
-                   "accounted_busy_ns, job, user_name, account, idempotency_key, kube_namespace, pod, claim, pod_uid) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
+                   "accounted_busy_ns, job, user_name, account, idempotency_key, kube_namespace, pod, claim, pod_uid, isolation) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
   if (!insert.ok()) return false;
   sqlite3_stmt* s = insert.get();
   BindText(s, 1, slice.id);
@@ -329,6 +332,7 @@ bool Store::InsertSlice(const SliceRecord& slice) {
   BindText(s, 21, slice.kube.pod);
   BindText(s, 22, slice.kube.claim);
   BindText(s, 23, slice.kube.pod_uid);
+  BindText(s, 24, std::string(ToString(slice.isolation)));
   return sqlite3_step(s) == SQLITE_DONE;
 }
 
@@ -384,7 +388,7 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
   Statement select(db_,
                    "SELECT id, gpu_uuid, memory_bytes, compute_share, compute_mode, tier, tenant, owner_uid, owner_pid, "
                    "owner_start_time, release_on_exit, dir, created_unix_ms, accounted_until_ms, accounted_busy_ns, job, "
-                   "user_name, account, idempotency_key, kube_namespace, pod, claim, pod_uid FROM slices "
+                   "user_name, account, idempotency_key, kube_namespace, pod, claim, pod_uid, isolation FROM slices "
                    "ORDER BY created_unix_ms, id;");
   if (!select.ok()) return Status::Internal(std::string("state database: ") + sqlite3_errmsg(db_));
   std::vector<SliceRecord> slices;
@@ -410,6 +414,7 @@ Result<std::vector<SliceRecord>> Store::Slices() const {
     slice.labels = {Text(s, 15), Text(s, 16), Text(s, 17)};
     slice.idempotency_key = Text(s, 18);
     slice.kube = {Text(s, 19), Text(s, 20), Text(s, 21), Text(s, 22)};
+    slice.isolation = ParseIsolation(Text(s, 23)).value_or(Isolation::kTrusted);
     slices.push_back(std::move(slice));
   }
   if (rc != SQLITE_DONE) return Status::Corrupt(std::string("state database: ") + sqlite3_errmsg(db_));

@@ -262,6 +262,33 @@ TEST_F(StoreTest, ASchemaFourDatabaseGainsKeysAndKubernetesLabels) {
   EXPECT_EQ((*slices)[1], labelled);
 }
 
+// A database of schema 5 (before isolation classes) gets the column: its slices read as trusted,
+// new ones keep what they were given.
+TEST_F(StoreTest, ASchemaFiveDatabaseGainsIsolation) {
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(Path());
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ASSERT_TRUE((*store)->PutSlice(Sample("s1")).ok());
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(Path().c_str(), &db), SQLITE_OK);
+    const char* v5 = "ALTER TABLE slices DROP COLUMN isolation; PRAGMA user_version=5;";
+    ASSERT_EQ(sqlite3_exec(db, v5, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  Result<std::unique_ptr<Store>> store = Store::Open(Path());
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  SliceRecord hard = Sample("s2");
+  hard.isolation = Isolation::kHard;
+  ASSERT_TRUE((*store)->PutSlice(hard).ok());
+  Result<std::vector<SliceRecord>> slices = (*store)->Slices();
+  ASSERT_TRUE(slices.ok());
+  ASSERT_EQ(slices->size(), 2u);
+  EXPECT_EQ((*slices)[0].isolation, Isolation::kTrusted);
+  EXPECT_EQ((*slices)[1], hard);
+}
+
 TEST_F(StoreTest, GarbageIsNotADatabase) {
   { std::ofstream(Path()) << "this is not sqlite, not even close, but long enough to have a header......"; }
   Result<std::unique_ptr<Store>> store = Store::Open(Path());

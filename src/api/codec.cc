@@ -218,6 +218,7 @@ json ToJson(const SliceRequest& request) {
   WriteLimits(limits, &body);
   if (request.tenant) body["tenant"] = *request.tenant;
   if (request.gpu) body["gpu"] = *request.gpu;
+  if (request.isolation) body["isolation"] = *request.isolation;
   // Only when asked: over TCP the agent refuses either (nobody vouches for the pid there).
   if (request.release_on_exit) body["release_on_exit"] = true;
   if (request.wait) body["wait"] = true;
@@ -250,7 +251,7 @@ Result<SliceRequest> Parse<SliceRequest>(const json& body) {
   if (Status known = OnlyKnownFields(body, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu",
                                             "release_on_exit", "wait", "job", "user", "account", "owner",
                                             "idempotency_key", "namespace", "pod", "claim", "pod_uid", "gang",
-                                            "gang_size"});
+                                            "gang_size", "isolation"});
       !known.ok()) {
     return known;
   }
@@ -300,6 +301,14 @@ Result<SliceRequest> Parse<SliceRequest>(const json& body) {
     std::string gpu;
     if (Status read = ReadString(body, "gpu", &gpu); !read.ok()) return read;
     request.gpu = gpu;
+  }
+  if (body.contains("isolation")) {
+    std::string isolation;
+    if (Status read = ReadString(body, "isolation", &isolation); !read.ok()) return read;
+    if (isolation != "trusted" && isolation != "hard" && isolation != "exclusive") {
+      return Status::InvalidArgument("isolation must be trusted, hard or exclusive");
+    }
+    request.isolation = isolation;
   }
   if (body.contains("owner")) {
     const json& owner = body["owner"];
@@ -353,6 +362,7 @@ json ToJson(const Slice& slice) {
                {"compute_mode", slice.compute_mode},
                {"tier", slice.tier},
                {"tenant", slice.tenant},
+               {"isolation", slice.isolation},
                {"created_unix_ms", slice.created_unix_ms},
                {"starved", slice.starved},
                {"namespace", slice.labels.kube_namespace},
@@ -406,6 +416,7 @@ Result<Slice> Parse<Slice>(const json& body) {
   Status read = All({ReadString(body, "gpu", &slice.gpu), ReadInteger(body, "memory_bytes", &slice.memory_bytes),
                      ReadInteger(body, "compute", &slice.compute), ReadString(body, "compute_mode", &slice.compute_mode),
                      ReadString(body, "tier", &slice.tier), ReadString(body, "tenant", &slice.tenant),
+                     ReadString(body, "isolation", &slice.isolation),
                      ReadInteger(body, "created_unix_ms", &slice.created_unix_ms),
                      ReadOptionalNumber(body, "compute_throttled_seconds", &slice.compute_throttled_seconds),
                      ReadBool(body, "starved", &slice.starved), ReadString(body, "job", &slice.labels.job),
@@ -472,7 +483,12 @@ json ToJson(const Gpu& gpu) {
               {"compute_capability", gpu.compute_capability},
               {"driver_version", gpu.driver_version},
               {"mig_capable", gpu.mig_capable},
-              {"minor_number", gpu.minor_number}};
+              {"minor_number", gpu.minor_number},
+              {"isolation", gpu.isolation},
+              {"parent_uuid", gpu.parent_uuid},
+              {"mig_profile", gpu.mig_profile},
+              {"mig_start", gpu.mig_start},
+              {"mig_note", gpu.mig_note}};
 }
 
 template <>
@@ -488,7 +504,10 @@ Result<Gpu> Parse<Gpu>(const json& body) {
                      ReadString(body, "compute_capability", &gpu.compute_capability),
                      ReadString(body, "driver_version", &gpu.driver_version),
                      ReadBool(body, "mig_capable", &gpu.mig_capable),
-                     ReadInteger(body, "minor_number", &gpu.minor_number)});
+                     ReadInteger(body, "minor_number", &gpu.minor_number),
+                     ReadString(body, "isolation", &gpu.isolation), ReadString(body, "parent_uuid", &gpu.parent_uuid),
+                     ReadString(body, "mig_profile", &gpu.mig_profile), ReadInteger(body, "mig_start", &gpu.mig_start),
+                     ReadString(body, "mig_note", &gpu.mig_note)});
   if (!read.ok()) return Status::InvalidArgument("GPU " + gpu.uuid + ": " + read.message());
   return gpu;
 }

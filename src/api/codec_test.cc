@@ -34,6 +34,7 @@ TEST(CodecTest, ASliceRequestRoundTripsWithEveryField) {
   request.labels = {"1234.0", "alice", "physics", "ml-team", "trainer-0", "claim-gpu"};
   request.owner = uint32_t{1001};
   request.idempotency_key = "ns/claim:uid-1.2_3";
+  request.isolation = "hard";
   EXPECT_EQ(RoundTrip(request), request);
   request.owner = std::string("alice");
   EXPECT_EQ(RoundTrip(request), request);
@@ -57,6 +58,8 @@ TEST(CodecTest, ASliceRequestIsStrictAndNamesTheField) {
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","namespace":"Team_A"})"),
             "namespace must be at most 253 of a-z 0-9 . - (a Kubernetes name)");
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","pod":3})"), "pod must be a string");
+  EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":"strong"})"), "isolation must be trusted, hard or exclusive");
+  EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":true})"), "isolation must be a string");
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","claim":")" + std::string(254, 'a') + "\"}"),
             "claim must be at most 253 of a-z 0-9 . - (a Kubernetes name)");
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","namespace":"","pod":"","claim":""})"), "(ok)") << "empty: not set";
@@ -170,6 +173,9 @@ TEST(CodecTest, TheSmallRepliesRoundTrip) {
   const Gpu gpu{1, "GPU-b", "H100", 80ull << 30, 8ull << 30, 25, true, "low memory", 2, "9.0", "580.65.06", true, 1};
   EXPECT_EQ(RoundTrip(gpu), gpu);
   EXPECT_EQ(RoundTrip(std::vector<Gpu>{gpu, gpu}).size(), 2u);
+  const Gpu instance{1,    "MIG-c", "H100 MIG 3g.40gb", 40ull << 30, 0,         0, false, "", 0, "9.0", "580.65.06",
+                     false, 1,      "mig",            "GPU-b",       "3g.40gb", 4, "the geometry is not applied"};
+  EXPECT_EQ(RoundTrip(instance), instance);
   EXPECT_EQ(RoundTrip(Health{"ok", 2, 5}), (Health{"ok", 2, 5}));
   EXPECT_EQ(RoundTrip(JoinReply{"s1", 42, "/sys/fs/cgroup/fgpu/x/s1"}), (JoinReply{"s1", 42, "/sys/fs/cgroup/fgpu/x/s1"}));
   EXPECT_EQ(RoundTrip(ApiError{"no room"}), (ApiError{"no room"}));

@@ -44,6 +44,9 @@ struct SliceRequest {
   std::optional<std::string> tier;          // "batch" | "standard" | "latency"
   std::optional<std::string> tenant;        // absent: "default"
   std::optional<std::string> gpu;           // an NVML index ("0") or a UUID; absent: the agent places it
+  // "trusted" (default: beside other slices), "hard" (a MIG instance whole), "exclusive" (a GPU
+  // of the exclusive class whole); docs/mig.md "Isolation classes".
+  std::optional<std::string> isolation;
   bool release_on_exit = false;
   bool wait = false;
   Labels labels;
@@ -103,6 +106,7 @@ struct Slice {
   std::string compute_mode;
   std::string tier;
   std::string tenant;
+  std::string isolation;  // "trusted", "hard" or "exclusive" ("" from an agent before the field)
   int64_t created_unix_ms = 0;
   // Seconds its launches waited in the compute gate. The agent always sends it; absent: an agent
   // from before the field (`fgpu status` then shows no THROTTLED column rather than zeros).
@@ -150,6 +154,14 @@ struct Gpu {
   std::string driver_version{};      // "550.54.15"
   bool mig_capable = false;
   int minor_number = -1;  // /dev/nvidia<minor_number>
+  // How the agent uses it: "shared", "exclusive" or "mig" ("" from an agent before the field).
+  // A MIG instance is listed after its GPU, with the GPU's UUID as parent_uuid; the GPU itself
+  // takes no slice and says in mig_note why its configured geometry is not applied, if it is not.
+  std::string isolation{};
+  std::string parent_uuid{};
+  std::string mig_profile{};  // "3g.40gb"
+  int mig_start = -1;         // first memory slice
+  std::string mig_note{};
 
   bool operator==(const Gpu&) const = default;
 };

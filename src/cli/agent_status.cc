@@ -157,15 +157,34 @@ std::string RenderQueueAndQuotas(const std::vector<api::QueueItem>& queue, const
   return out;
 }
 
+namespace {
+
+// "shared", "exclusive", "mig" (a GPU in MIG mode), "mig 3g.40gb@0" (one of its instances).
+std::string ClassOf(const api::Gpu& gpu) {
+  if (!gpu.parent_uuid.empty()) return "mig " + gpu.mig_profile + "@" + std::to_string(gpu.mig_start);
+  return gpu.isolation.empty() ? std::string("shared") : gpu.isolation;
+}
+
+}  // namespace
+
 std::string RenderAgentStatus(const std::vector<api::Gpu>& gpus, const std::vector<api::Slice>& slices,
                               const std::map<std::string, double>* achieved) {
+  // The class column only where some GPU is not shared: a plain node's table stays as it was.
+  const bool classes = std::any_of(gpus.begin(), gpus.end(), [](const api::Gpu& gpu) { return ClassOf(gpu) != "shared"; });
   std::vector<std::vector<std::string>> gpu_rows = {{"GPU", "NAME", "UUID", "MEMORY", "RESERVED", "COMPUTE", "SLICES"}};
+  if (classes) gpu_rows[0].insert(gpu_rows[0].begin() + 1, "CLASS");
+  std::string notes;
   for (const api::Gpu& gpu : gpus) {
-    gpu_rows.push_back({std::to_string(gpu.index), gpu.name, Short(gpu.uuid), FormatByteSize(gpu.memory_total),
-                        FormatByteSize(gpu.memory_reserved), Percent(gpu.compute_reserved) + " reserved",
-                        std::to_string(gpu.slices)});
+    const bool mig_gpu = gpu.isolation == "mig" && gpu.parent_uuid.empty();
+    std::vector<std::string> row = {std::to_string(gpu.index), gpu.name, Short(gpu.uuid), FormatByteSize(gpu.memory_total),
+                                    mig_gpu ? "-" : FormatByteSize(gpu.memory_reserved),
+                                    mig_gpu ? "in its instances" : Percent(gpu.compute_reserved) + " reserved",
+                                    std::to_string(gpu.slices)};
+    if (classes) row.insert(row.begin() + 1, ClassOf(gpu));
+    gpu_rows.push_back(std::move(row));
+    if (!gpu.mig_note.empty()) notes += "GPU " + std::to_string(gpu.index) + ": " + gpu.mig_note + "\n";
   }
-  std::string out = Table(gpu_rows) + "\n" + RenderSliceTable(slices, achieved);
+  std::string out = Table(gpu_rows) + notes + "\n" + RenderSliceTable(slices, achieved);
   const std::string starved = StarvedLine(slices);
   if (!starved.empty()) out += starved;
   return out;
@@ -205,8 +224,12 @@ std::string DescribeFreeRoom(const std::vector<api::Gpu>& gpus) {
   std::string text;
   for (const api::Gpu& gpu : gpus) {
     if (!text.empty()) text += "; ";
-    text += "GPU " + std::to_string(gpu.index) + ": ";
-    if (gpu.exclusive) {
+    text += "GPU " + std::to_string(gpu.index) + (gpu.parent_uuid.empty() ? "" : " " + gpu.mig_profile) + ": ";
+    if (gpu.isolation == "mig" && gpu.parent_uuid.empty()) {
+      text += "in MIG mode (see its instances)";
+    } else if (gpu.isolation == "exclusive" && gpu.slices > 0) {
+      text += "taken whole";
+    } else if (gpu.exclusive) {
       text += "exclusive";
     } else if (!gpu.fenced.empty()) {
       text += "takes no new slices for now (" + gpu.fenced + ")";

@@ -140,6 +140,28 @@ TEST(AgentStatusTest, SliceDetailsOneFieldALine) {
   EXPECT_EQ(text.rfind("account: \n", 0), 0u) << "sorted as the agent's JSON is: " << text;
 }
 
+TEST(AgentStatusTest, MigInstancesAndClassesGetAColumnAndNotesAreShown) {
+  api::Gpu shared = AGpu(0, "GPU-a", 80 * kGiB);
+  api::Gpu mig = AGpu(1, "GPU-b", 80 * kGiB);
+  mig.isolation = "mig";
+  mig.mig_note = "the configured geometry (7g.80gb) is not applied: the 3g.40gb instance at memory slice 0 holds slice s1";
+  api::Gpu instance = AGpu(1, "MIG-c", 40 * kGiB, 10 * kGiB, 25);
+  instance.isolation = "mig";
+  instance.parent_uuid = "GPU-b";
+  instance.mig_profile = "3g.40gb";
+  instance.mig_start = 0;
+  instance.slices = 1;
+  const std::string text = RenderAgentStatus({shared, mig, instance}, {});
+  EXPECT_NE(text.find("GPU  CLASS"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared"), std::string::npos) << text;
+  EXPECT_NE(text.find("mig 3g.40gb@0"), std::string::npos) << text;
+  EXPECT_NE(text.find("in its instances"), std::string::npos) << text;
+  EXPECT_NE(text.find("GPU 1: the configured geometry (7g.80gb) is not applied"), std::string::npos) << text;
+  EXPECT_EQ(DescribeFreeRoom({mig, instance}), "GPU 1: in MIG mode (see its instances); GPU 1 3g.40gb: 30 GiB and 75 % compute free");
+  // A plain node's table has no class column.
+  EXPECT_EQ(RenderAgentStatus({shared}, {}).find("CLASS"), std::string::npos);
+}
+
 TEST(AgentStatusTest, NoSlices) { EXPECT_NE(RenderAgentStatus({}, {}).find("no slices"), std::string::npos); }
 
 TEST(AgentStatusTest, FreeRoomPerGpuForARefusal) {

@@ -43,6 +43,7 @@ int RunSimReset(const SimResetOptions& options);
 // The choices of --compute-mode and --tier (slice/compute_spec.h parses them).
 inline const std::vector<std::string> kComputeModes = {"cap", "share"};
 inline const std::vector<std::string> kTiers = {"latency", "standard", "batch"};
+inline const std::vector<std::string> kIsolations = {"trusted", "hard", "exclusive"};
 
 // fgpu run --memory SIZE [--device N|UUID] -- CMD ARGS...
 // fgpu run [--compute PCT] [--compute-mode M] [--tier T] [--agent ENDPOINT] [--wait] [--tenant T]
@@ -55,6 +56,7 @@ struct RunOptions {
   std::string agent;
   bool wait = false;
   std::string tenant = "default";
+  std::string isolation = "trusted";  // through the agent: docs/mig.md "Isolation classes"
   std::vector<std::string> command;
 };
 CLI::App* AddRunFlags(CLI::App& root, RunOptions* options);

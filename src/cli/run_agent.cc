@@ -26,6 +26,8 @@ void NoteInterrupt(int) { g_interrupted.store(true); }
 
 // "40%" of the GPU the slice will go on: the named one, else the first (a node's GPUs are alike).
 Result<uint64_t> MemoryBytes(const RunOptions& options, const api::AgentClient& agent) {
+  // A whole instance or GPU: the default asks for none in particular (the smallest free one).
+  if (options.isolation != "trusted" && options.memory == "100%") return uint64_t{1};
   // A size needs no GPU to check it; the agent knows what fits.
   if (options.memory.empty() || options.memory.back() != '%') return ParseMemoryLimit(options.memory, UINT64_MAX);
   Result<std::vector<api::Gpu>> gpus = agent.ListGpus();
@@ -44,6 +46,7 @@ Result<api::SliceRequest> Request(const RunOptions& options, uint64_t memory) {
   request.compute_mode = options.compute_mode;
   request.tier = options.tier;
   request.tenant = options.tenant;
+  if (options.isolation != "trusted") request.isolation = options.isolation;
   request.release_on_exit = true;
   request.wait = options.wait;
   if (!options.compute.empty()) {

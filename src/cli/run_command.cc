@@ -142,6 +142,11 @@ CLI::App* AddRunFlags(CLI::App& root, RunOptions* options) {
                       " if present; none: a private slice). `fgpu agent --state DIR` listens on DIR/agent.sock");
   run->add_flag("--wait", options->wait, "Through the agent: queue until a GPU has room instead of failing");
   run->add_option("--tenant", options->tenant, "Through the agent: who is billed")->default_val("default");
+  run->add_option("--isolation", options->isolation,
+                  "Through the agent, one of: trusted (a slice beside others), hard (a MIG instance of its own, "
+                  "the smallest with --memory), exclusive (a GPU of the exclusive class, whole)")
+      ->transform(CLI::IsMember(kIsolations, CLI::ignore_case))
+      ->default_val("trusted");
   run->add_option("command", options->command, "The program and its arguments, after `--`")->required();
   run->footer("Example: fgpu run --memory 10GiB --compute 30 -- python3 serve.py\n"
               "On a machine without a GPU: fgpu sim run -- fgpu run --memory 4GiB -- ./my_cuda_program\n"
@@ -178,6 +183,11 @@ int RunRun(const RunOptions& options) {
     return ExitCodeOf(agent.status());
   }
   if (*agent) return RunThroughAgent(options, **agent);
+  if (options.isolation != "trusted") {
+    std::cerr << "fgpu run: --isolation " << options.isolation
+              << " needs the agent, which owns the MIG instances and exclusive GPUs (--agent or $FGPU_AGENT)\n";
+    return kExitUsage;
+  }
   Result<GpuInfo> gpu = QueryGpu(options.device.empty() ? "0" : options.device);
   if (!gpu.ok()) {
     std::cerr << "fgpu run: " << gpu.status().message() << "\n";

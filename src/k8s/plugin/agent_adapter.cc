@@ -64,6 +64,10 @@ Result<std::vector<PublishedGpu>> AgentAdapter::Gpus() {
   if (!gpus.ok()) return gpus.status();
   std::vector<PublishedGpu> published;
   for (const api::Gpu& gpu : *gpus) {
+    // What a claim's slice can go on: a shared GPU or a MIG instance (a slice inside it); not a
+    // GPU in MIG mode itself, nor one of the exclusive class (docs/mig.md "Isolation classes").
+    const bool mig_gpu = gpu.isolation == "mig" && gpu.parent_uuid.empty();
+    if (mig_gpu || gpu.isolation == "exclusive") continue;
     PublishedGpu entry;
     entry.uuid = gpu.uuid;
     entry.index = gpu.index;

@@ -1,0 +1,286 @@
+// Isolation classes: the geometry the agent asks NVML for (ChooseTarget), and placement routing
+// each request to a GPU of a fitting class (SliceService over shared, exclusive and MIG targets).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "agent/config.h"
+#include "agent/mig_setup.h"
+#include "agent/slice_service.h"
+#include "agent/store.h"
+
+namespace fgpu::agent {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+const mig::ModelInfo& H100() { return mig::InfoOf(mig::Model::kH100_80GB); }
+uint32_t IdOf(std::string_view name) { return mig::FindProfileByName(H100(), name)->id; }
+
+std::vector<std::string> Names(std::initializer_list<const char*> names) {
+  return {names.begin(), names.end()};
+}
+
+TEST(ChooseTargetTest, GivesExactlyTheProfilesAskedInAValidGeometry) {
+  Result<std::vector<mig::Placed>> target =
+      ChooseTarget(H100(), Names({"3g.40gb", "2g.20gb", "2g.20gb"}), {}, nullptr);
+  ASSERT_TRUE(target.ok()) << target.status().message();
+  ASSERT_EQ(target->size(), 3u);
+  EXPECT_EQ(mig::CheckGeometry(H100(), *target), mig::GeometryError::kNone);
+  int threes = 0, twos = 0;
+  for (const mig::Placed& placed : *target) {
+    threes += placed.profile_id == IdOf("3g.40gb") ? 1 : 0;
+    twos += placed.profile_id == IdOf("2g.20gb") ? 1 : 0;
+  }
+  EXPECT_EQ(threes, 1);
+  EXPECT_EQ(twos, 2);
+}
+
+TEST(ChooseTargetTest, KeepsWhatItCanOfTheCurrentGeometry) {
+  // A 2g.20gb at slot 2 stays where it is; the rest is added around it.
+  const std::vector<mig::Placed> current = {{IdOf("2g.20gb"), 2}};
+  Result<std::vector<mig::Placed>> target =
+      ChooseTarget(H100(), Names({"2g.20gb", "2g.20gb"}), current, nullptr);
+  ASSERT_TRUE(target.ok()) << target.status().message();
+  EXPECT_NE(std::find(target->begin(), target->end(), current[0]), target->end());
+}
+
+TEST(ChooseTargetTest, ABusyInstanceThatMustGoIsRefusedWithWhy) {
+  const std::vector<mig::Placed> current = {{IdOf("3g.40gb"), 4}};
+  Result<std::vector<mig::Placed>> target = ChooseTarget(
+      H100(), Names({"4g.40gb", "1g.10gb"}), current, [](size_t) { return std::string("holds slice s7"); });
+  ASSERT_FALSE(target.ok());
+  EXPECT_EQ(target.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(target.status().message().find("3g.40gb instance at memory slice 4 holds slice s7"),
+            std::string::npos)
+      << target.status().message();
+  // Idle, it may go.
+  EXPECT_TRUE(ChooseTarget(H100(), Names({"4g.40gb", "1g.10gb"}), current, [](size_t) {
+                return std::string();
+              }).ok());
+}
+
+TEST(ChooseTargetTest, ABusyInstanceThatCanStayDecidesThePlacement) {
+  // 3g.40gb may start at 0 or 4: the busy one at 4 stays, so the new one goes to 0.
+  const std::vector<mig::Placed> current = {{IdOf("3g.40gb"), 4}};
+  Result<std::vector<mig::Placed>> target = ChooseTarget(
+      H100(), Names({"3g.40gb", "3g.40gb"}), current, [](size_t) { return std::string("holds slice s1"); });
+  ASSERT_TRUE(target.ok()) << target.status().message();
+  EXPECT_NE(std::find(target->begin(), target->end(), current[0]), target->end());
+}
+
+TEST(ChooseTargetTest, UnknownProfilesAndImpossibleMixesAreInvalid) {
+  Result<std::vector<mig::Placed>> unknown = ChooseTarget(H100(), Names({"3g.41gb"}), {}, nullptr);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("no MIG profile '3g.41gb' on the H100-80GB"), std::string::npos);
+  Result<std::vector<mig::Placed>> crowded = ChooseTarget(H100(), Names({"4g.40gb", "4g.40gb"}), {}, nullptr);
+  ASSERT_FALSE(crowded.ok());
+  EXPECT_EQ(crowded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(crowded.status().message().find("cannot share one H100-80GB"), std::string::npos);
+}
+
+TEST(GpuClassConfigTest, ParsesClassesAndRefusesWhatCannotBeMeant) {
+  const std::string path = "/tmp/fgpu-isolation-config-" + std::to_string(getpid()) + ".json";
+  const auto load = [&](const std::string& text) {
+    { std::ofstream(path) << text; }
+    Result<AgentConfig> config = LoadConfig(path);
+    std::filesystem::remove(path);
+    return config;
+  };
+  Result<AgentConfig> good =
+      load(R"({"gpus": [{"gpu": "0", "isolation": "mig", "mig": ["3g.40gb", "2g.20gb"]},
+                                               {"gpu": "GPU-b", "isolation": "exclusive"}]})");
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  ASSERT_EQ(good->gpus.size(), 2u);
+  EXPECT_EQ(good->gpus[0].isolation, IsolationClass::kMig);
+  EXPECT_EQ(good->gpus[0].mig, Names({"3g.40gb", "2g.20gb"}));
+  EXPECT_EQ(good->gpus[1].isolation, IsolationClass::kExclusive);
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"gpus": [{"gpu": "0", "isolation": "private"}]})", "shared, exclusive or mig"},
+      {R"({"gpus": [{"gpu": "0", "isolation": "shared", "mig": ["1g.10gb"]}]})",
+       "needs \"isolation\": \"mig\""},
+      {R"({"gpus": [{"isolation": "mig"}]})", ".gpu: missing"},
+      {R"({"gpus": [{"gpu": "0"}, {"gpu": "0"}]})", "listed twice"},
+      {R"({"gpus": [{"gpu": "0", "isolaton": "mig"}]})", "unknown key"},
+      {R"({"gpus": {"0": "mig"}})", "must be a list"},
+  };
+  for (const auto& [text, why] : bad) {
+    Result<AgentConfig> config = load(text);
+    ASSERT_FALSE(config.ok()) << text;
+    EXPECT_NE(config.status().message().find(why), std::string::npos) << config.status().message();
+  }
+}
+
+// One shared GPU, one exclusive GPU and an H100 in MIG mode with a 3g.40gb and two 2g.20gb.
+class IsolationRoutingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/fgpu-isolation-test-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+    Boot();
+  }
+  void TearDown() override {
+    service_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Boot() {
+    service_.reset();
+    store_.reset();
+    Result<std::unique_ptr<Store>> store = Store::Open(dir_ + "/state.db");
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    std::vector<GpuState> gpus;
+    gpus.push_back(Whole(0, "GPU-shared", IsolationClass::kShared));
+    gpus.push_back(Whole(1, "GPU-exclusive", IsolationClass::kExclusive));
+    gpus.push_back(Whole(2, "GPU-mig", IsolationClass::kMig));
+    gpus.push_back(Instance("MIG-three", "3g.40gb", 40192 * kMiB, 0));
+    gpus.push_back(Instance("MIG-two-a", "2g.20gb", 19968 * kMiB, 4));
+    gpus.push_back(Instance("MIG-two-b", "2g.20gb", 19968 * kMiB, 6));
+    service_ = std::make_unique<SliceService>(store_.get(), gpus, dir_ + "/slices");
+    ASSERT_TRUE(service_->Restore().ok());
+  }
+
+  static GpuState Whole(int index, const std::string& uuid, IsolationClass isolation) {
+    GpuState gpu{index, uuid, "NVIDIA H100 80GB HBM3", 80 * kGiB, 0, 0};
+    gpu.isolation = isolation;
+    return gpu;
+  }
+  static GpuState Instance(const std::string& uuid, const std::string& profile, uint64_t memory, int start) {
+    GpuState gpu{2, uuid, "NVIDIA H100 80GB HBM3 MIG " + profile, memory, 0, 0};
+    gpu.isolation = IsolationClass::kMig;
+    gpu.parent_uuid = "GPU-mig";
+    gpu.mig_profile = profile;
+    gpu.mig_start = start;
+    return gpu;
+  }
+
+  static net::Peer Me() {
+    net::Peer peer;
+    peer.unix_socket = true;
+    peer.uid = getuid();
+    peer.pid = getpid();
+    return peer;
+  }
+
+  static CreateRequest Ask(uint64_t memory, Isolation isolation = Isolation::kTrusted) {
+    CreateRequest request;
+    request.memory_bytes = memory;
+    request.isolation = isolation;
+    return request;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<SliceService> service_;
+};
+
+TEST_F(IsolationRoutingTest, HardIsolationTakesTheSmallestFreeInstanceWhole) {
+  Result<SliceRecord> first = service_->Create(Ask(10 * kGiB, Isolation::kHard), Me());
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->gpu_uuid.rfind("MIG-two-", 0), 0u) << first->gpu_uuid;
+  EXPECT_EQ(first->memory_bytes, 19968 * kMiB) << "the whole instance's memory";
+  EXPECT_EQ(first->compute_share, 100u);
+  EXPECT_EQ(first->isolation, Isolation::kHard);
+  Result<SliceRecord> second = service_->Create(Ask(10 * kGiB, Isolation::kHard), Me());
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(second->gpu_uuid.rfind("MIG-two-", 0), 0u);
+  EXPECT_NE(second->gpu_uuid, first->gpu_uuid);
+  Result<SliceRecord> third = service_->Create(Ask(10 * kGiB, Isolation::kHard), Me());
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  EXPECT_EQ(third->gpu_uuid, "MIG-three");
+  Result<SliceRecord> none = service_->Create(Ask(1 * kGiB, Isolation::kHard), Me());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no free MIG instance"), std::string::npos)
+      << none.status().message();
+  // A trusted slice finds no room in a hard slice's instance either: only the shared GPU is left.
+  for (int i = 0; i < 3; ++i) {
+    Result<SliceRecord> trusted = service_->Create(Ask(20 * kGiB), Me());
+    ASSERT_TRUE(trusted.ok()) << trusted.status().message();
+    EXPECT_EQ(trusted->gpu_uuid, "GPU-shared");
+  }
+}
+
+TEST_F(IsolationRoutingTest, TrustedSlicesShareGpusAndInstancesButNeverTheExclusiveOrTheMigGpu) {
+  std::set<std::string> used;
+  for (int i = 0; i < 12; ++i) {
+    Result<SliceRecord> slice = service_->Create(Ask(10 * kGiB), Me());
+    if (!slice.ok()) break;
+    used.insert(slice->gpu_uuid);
+    EXPECT_EQ(slice->isolation, Isolation::kTrusted);
+  }
+  EXPECT_EQ(used.count("GPU-exclusive"), 0u);
+  EXPECT_EQ(used.count("GPU-mig"), 0u);
+  EXPECT_EQ(used.count("GPU-shared"), 1u);
+  EXPECT_EQ(used.count("MIG-three"), 1u);
+  // A hard request now finds every instance holding slices.
+  EXPECT_FALSE(service_->Create(Ask(1 * kGiB, Isolation::kHard), Me()).ok());
+}
+
+TEST_F(IsolationRoutingTest, ExclusiveIsolationTakesAnExclusiveGpuWholeAndOnlyOnce) {
+  Result<SliceRecord> whole = service_->Create(Ask(1 * kGiB, Isolation::kExclusive), Me());
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->gpu_uuid, "GPU-exclusive");
+  EXPECT_EQ(whole->memory_bytes, 80 * kGiB);
+  EXPECT_EQ(whole->compute_share, 100u);
+  Result<SliceRecord> again = service_->Create(Ask(1 * kGiB, Isolation::kExclusive), Me());
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("exclusive class"), std::string::npos) << again.status().message();
+  // Its limits are the GPU's: no resize of memory or compute.
+  ResizeRequest smaller;
+  smaller.memory_bytes = 10 * kGiB;
+  Result<SliceRecord> resized = service_->Resize(whole->id, smaller);
+  ASSERT_FALSE(resized.ok());
+  EXPECT_NE(resized.status().message().find("whole"), std::string::npos) << resized.status().message();
+}
+
+TEST_F(IsolationRoutingTest, NamingAGpuOfTheWrongClassSaysWhy) {
+  CreateRequest on_mig_gpu = Ask(1 * kGiB);
+  on_mig_gpu.gpu = "2";
+  Result<SliceRecord> refused = service_->Create(on_mig_gpu, Me());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is in MIG mode: name one of its instances"), std::string::npos)
+      << refused.status().message();
+  CreateRequest on_exclusive = Ask(1 * kGiB);
+  on_exclusive.gpu = "GPU-exclusive";
+  refused = service_->Create(on_exclusive, Me());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("ask for it with isolation exclusive"), std::string::npos);
+  CreateRequest hard_on_shared = Ask(1 * kGiB, Isolation::kHard);
+  hard_on_shared.gpu = "0";
+  refused = service_->Create(hard_on_shared, Me());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is not a MIG instance"), std::string::npos);
+  CreateRequest in_instance = Ask(10 * kGiB);
+  in_instance.gpu = "MIG-three";
+  Result<SliceRecord> placed = service_->Create(in_instance, Me());
+  ASSERT_TRUE(placed.ok()) << placed.status().message();
+  EXPECT_EQ(placed->gpu_uuid, "MIG-three");
+  CreateRequest hard_with_share = Ask(1 * kGiB, Isolation::kHard);
+  hard_with_share.compute_share = 50;
+  EXPECT_EQ(service_->Create(hard_with_share, Me()).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(IsolationRoutingTest, ARestartKeepsEachSlicesIsolation) {
+  Result<SliceRecord> hard = service_->Create(Ask(10 * kGiB, Isolation::kHard), Me());
+  ASSERT_TRUE(hard.ok());
+  Boot();
+  Result<SliceRecord> restored = service_->Get(hard->id);
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored->isolation, Isolation::kHard);
+  // Its instance is still taken whole: the next hard request gets the other 2g.20gb.
+  Result<SliceRecord> next = service_->Create(Ask(10 * kGiB, Isolation::kHard), Me());
+  ASSERT_TRUE(next.ok());
+  EXPECT_NE(next->gpu_uuid, hard->gpu_uuid);
+  EXPECT_EQ(next->gpu_uuid.rfind("MIG-two-", 0), 0u);
+}
+
+}  // namespace
+}  // namespace fgpu::agent

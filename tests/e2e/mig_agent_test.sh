@@ -1,0 +1,166 @@
+# e2e: isolation classes on the simulated H100s (docs/mig.md "Isolation classes"). GPU 0 is shared,
+# GPU 1 of the mig class: the agent takes it to MIG with the configured geometry at start; slices
+# inside an instance are capped there, requests for hard isolation take an instance whole, and a
+# geometry that would destroy an instance holding a slice is refused with the reason, the GPU
+# keeping what it has, until the slice is gone.
+# Usage: sh mig_agent_test.sh CASE   (77: fgpu-probe, the interposer or libcuda.so.1 not built)
+. "$(dirname "$0")/lib.sh"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0}
+
+SEGMENT=/fgpu-e2e-mig-agent-$$
+AGENT_PID=
+SOCKET=$SCRATCH/agent/agent.sock
+HOLDER_PID=
+GIB=1073741824
+
+cleanup() {
+  [ -n "$HOLDER_PID" ] && kill "$HOLDER_PID" 2>/dev/null && wait "$HOLDER_PID" 2>/dev/null
+  stop_agent
+  "$FGPU" sim reset --segment "$SEGMENT" >/dev/null 2>&1
+  rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+
+stop_agent() {
+  [ -n "$AGENT_PID" ] && kill "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+}
+
+# start_agent GEOMETRY: the agent (root, as MIG changes need) with GPU 1 of the mig class.
+start_agent() {
+  require_probe_and_driver
+  [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
+  printf '{"devices": [{"uuid": "GPU-00000000-0000-0000-0000-0000000000a0"}, {"uuid": "GPU-00000000-0000-0000-0000-0000000000a1"}]}\n' \
+    >"$SCRATCH/gpus.json"
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": [%s]}]}\n' "$1" >"$SCRATCH/agent.json"
+  # Root is what lets NVML change MIG; a test run as another user is let through explicitly.
+  FGPU_SIM_MIG_PRIVILEGED=1 FGPU_COMPUTE_DIR=$SCRATCH/boards "$FGPU" sim run --config "$SCRATCH/gpus.json" \
+    --segment "$SEGMENT" -- "$FGPU" agent --state "$SCRATCH/agent" --config "$SCRATCH/agent.json" \
+    >"$SCRATCH/agent.out" 2>"$SCRATCH/agent.err" &
+  AGENT_PID=$!
+  for _ in $(seq 100); do grep -q serving "$SCRATCH/agent.out" 2>/dev/null && return 0; sleep 0.1; done
+  fail "the agent did not start: $(cat "$SCRATCH/agent.err")"
+}
+
+# instance_uuid PROFILE [N]: the UUID of the agent's Nth (default first) MIG instance of PROFILE.
+instance_uuid() {
+  "$FGPU" status --json --agent "$SOCKET" |
+    awk -v want="\"$1\"," -v nth="${2:-1}" '
+      /"mig_profile":/ { mine = ($2 == want) }
+      /"uuid":/ && mine { if (++seen == nth) { gsub(/[",]/, "", $2); print $2; exit } mine = 0 }'
+}
+
+# probe_total_mem: total_mem from the probe's info line in $OUT.
+probe_total_mem() {
+  echo "$OUT" | sed -n 's/.*"total_mem":\([0-9]*\).*/\1/p' | head -n 1
+}
+
+case_geometry_and_slices_inside() {
+  start_agent '"3g.40gb", "2g.20gb", "2g.20gb"'
+  run_fgpu status --agent "$SOCKET"
+  expect_status 0
+  expect_out_contains "mig 3g.40gb@"
+  [ "$(echo "$OUT" | grep -c 'mig 2g.20gb@')" -eq 2 ] || fail "not two 2g.20gb instances:
+$OUT"
+  THREE=$(instance_uuid 3g.40gb)
+  TWO=$(instance_uuid 2g.20gb)
+  case "$THREE" in MIG-*) ;; *) fail "no 3g.40gb instance UUID: '$THREE'" ;; esac
+  # A 10 GiB slice inside the 3g.40gb: the workload sees 10 GiB and is refused past it.
+  run_fgpu run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" info
+  expect_status 0
+  [ "$(probe_total_mem)" = $((10 * GIB)) ] || fail "the slice in the 3g.40gb does not show 10 GiB: $OUT"
+  run_fgpu run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" alloc --bytes 11GiB
+  expect_status 1
+  expect_out_contains "CUDA_ERROR_OUT_OF_MEMORY"
+  # While one holds 9 GiB in its slice there, the 2g.20gb beside it keeps its whole memory, and
+  # a slice on the shared GPU 0 is capped as ever.
+  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" alloc --bytes 9GiB --hold-ms 20000 \
+    >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
+  HOLDER_PID=$!
+  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q '"result":"CUDA_SUCCESS"' "$SCRATCH/holder.out" || fail "the holder did not allocate: $(cat "$SCRATCH/holder.err")"
+  run_fgpu run --agent "$SOCKET" --memory 19GiB --device "$TWO" -- "$PROBE" alloc --bytes 18GiB
+  expect_status 0
+  run_fgpu run --agent "$SOCKET" --memory 4GiB --device 0 -- "$PROBE" info
+  expect_status 0
+  [ "$(probe_total_mem)" = $((4 * GIB)) ] || fail "the slice on the shared GPU does not show 4 GiB: $OUT"
+  # The GPU in MIG mode takes no slice itself, and says where to go.
+  run_fgpu run --agent "$SOCKET" --memory 1GiB --device 1 -- "$PROBE" info
+  expect_status 1
+  expect_err_contains "is in MIG mode: name one of its instances"
+}
+
+case_hard_isolation_takes_an_instance_whole() {
+  start_agent '"3g.40gb", "2g.20gb", "2g.20gb"'
+  # The smallest instance that holds 15 GiB: a 2g.20gb, all of it.
+  run_fgpu run --agent "$SOCKET" --isolation hard --memory 15GiB -- "$PROBE" info
+  expect_status 0
+  [ "$(probe_total_mem)" = $((20096 * 1048576)) ] || fail "hard isolation did not get a whole 2g.20gb: $OUT"
+  expect_err_contains "MIG-"
+  run_fgpu run --agent "$SOCKET" --isolation hard --memory 30GiB -- "$PROBE" info
+  expect_status 0
+  [ "$(probe_total_mem)" = $((40448 * 1048576)) ] || fail "30 GiB of hard isolation is not the 3g.40gb: $OUT"
+  run_fgpu run --agent "$SOCKET" --isolation hard --memory 50GiB -- "$PROBE" info
+  expect_status 1
+  run_fgpu run --agent "$SOCKET" --isolation exclusive -- "$PROBE" info
+  expect_status 1
+  expect_err_contains "exclusive"
+}
+
+case_reconfiguration_waits_for_the_slice_in_the_way() {
+  start_agent '"3g.40gb", "2g.20gb", "2g.20gb"'
+  THREE=$(instance_uuid 3g.40gb)
+  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" alloc --bytes 1GiB --hold-ms 60000 \
+    >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
+  HOLDER_PID=$!
+  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
+  SLICE=$(sed -n 's/^fgpu run: slice \([^ ]*\) on .*/\1/p' "$SCRATCH/holder.err")
+  [ -n "$SLICE" ] || fail "no slice for the holder: $(cat "$SCRATCH/holder.err")"
+  # The admin asks for one 7g.80gb: the 3g.40gb holds a slice, so nothing changes and status says why.
+  stop_agent
+  start_agent '"7g.80gb"'
+  run_fgpu status --agent "$SOCKET"
+  expect_status 0
+  expect_out_contains "mig 3g.40gb@"
+  expect_out_contains "is not applied: the 3g.40gb instance at memory slice"
+  expect_out_contains "holds slice $SLICE"
+  grep -q "fgpu agent: warn mig" "$SCRATCH/agent.err" || fail "the refusal is not logged: $(cat "$SCRATCH/agent.err")"
+  [ "$(instance_uuid 3g.40gb)" = "$THREE" ] || fail "the busy instance was not kept"
+  # Stop-loss finds the holder's process in its slice, though NVML lists it on the whole GPU.
+  sleep 1.5
+  if grep -q "warn unattributed" "$SCRATCH/agent.err"; then fail "a slice's process in a MIG instance is unattributed: $(cat "$SCRATCH/agent.err")"; fi
+  # Once the workload ends its slice is released; the next start applies the geometry.
+  kill "$HOLDER_PID" 2>/dev/null
+  wait "$HOLDER_PID" 2>/dev/null
+  HOLDER_PID=
+  for _ in $(seq 100); do
+    run_fgpu slice list --agent "$SOCKET"
+    [ "$OUT" = "no slices" ] && break
+    sleep 0.1
+  done
+  expect_out "no slices"
+  stop_agent
+  start_agent '"7g.80gb"'
+  run_fgpu status --agent "$SOCKET"
+  expect_status 0
+  expect_out_contains "mig 7g.80gb@0"
+  case "$OUT" in *"not applied"*) fail "the geometry is still not applied: $OUT" ;; esac
+  grep -q "step=\"GPU 1: create 7g.80gb at slot 0\"" "$SCRATCH/agent.err" || fail "the steps are not logged: $(cat "$SCRATCH/agent.err")"
+}
+
+case_bad_geometry_stops_the_agent() {
+  require_probe_and_driver
+  printf '{"devices": [{}, {}]}\n' >"$SCRATCH/gpus.json"
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": ["4g.40gb", "4g.40gb"]}]}\n' >"$SCRATCH/agent.json"
+  run_fgpu sim run --config "$SCRATCH/gpus.json" --segment "$SEGMENT" -- \
+    "$FGPU" agent --state "$SCRATCH/agent" --config "$SCRATCH/agent.json"
+  [ "$STATUS" -ne 0 ] || fail "the agent started with an impossible geometry"
+  expect_err_contains "4g.40gb + 4g.40gb cannot share one H100-80GB"
+  printf '{"gpus": [{"gpu": "7", "isolation": "exclusive"}]}\n' >"$SCRATCH/agent.json"
+  run_fgpu sim run --config "$SCRATCH/gpus.json" --segment "$SEGMENT" -- \
+    "$FGPU" agent --state "$SCRATCH/agent" --config "$SCRATCH/agent.json"
+  [ "$STATUS" -ne 0 ] || fail "the agent started with a GPU it does not have"
+  expect_err_contains "no GPU '7' on this machine"
+}
+
+run_case "$@"
