@@ -665,4 +665,42 @@ case_sealed_board_cannot_be_truncated() {
   expect_victim_unchanged
 }
 
+# MIG between tenants (docs/mig.md "Who may"): a whole instance or GPU is granted, never taken;
+# the geometry changes only as root, so an attacker calling NVML itself is refused and the
+# instances, and the slices in them, stay.
+case_mig_of_another_user() {
+  printf '{"devices": [{}, {}]}\n' >"$SCRATCH/gpus.json"  # two H100 80GB: MIG capable
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": ["3g.40gb", "2g.20gb", "2g.20gb"]}]}\n' >"$SCRATCH/agent.json"
+  start_agent --config "$SCRATCH/agent.json"
+  unix_call "$VICTIM" GET /v1/gpus
+  expect_code 200
+  GPUS_BEFORE=$BODY
+  [ "$(printf '%s' "$BODY" | grep -o '"mig_profile":"2g.20gb"' | wc -l)" -eq 2 ] || fail "the geometry was not applied: $BODY"
+  for isolation in hard exclusive; do
+    unix_call "$ATTACKER" POST /v1/slices "{\"memory\":\"1GiB\",\"isolation\":\"$isolation\"}"
+    expect_code 403
+    expect_body_contains "may not ask for $isolation isolation"
+  done
+  # NVML itself: reading is anyone's, changing is root's (NVML_ERROR_NO_PERMISSION = 4). Everyone
+  # may use the GPU, as /dev/nvidia* are 0666 on a real node.
+  chmod 0666 "/dev/shm$SEGMENT"
+  mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
+  answer=$(as "$ATTACKER" env HOME="$SCRATCH/attacker" TMPDIR="$SCRATCH/attacker" \
+    "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$PYTHON" -c '
+import ctypes
+nvml = ctypes.CDLL("libnvidia-ml.so.1")
+assert nvml.nvmlInit_v2() == 0
+gpu, instance, activation = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_int()
+assert nvml.nvmlDeviceGetHandleByIndex_v2(1, ctypes.byref(gpu)) == 0
+off = nvml.nvmlDeviceSetMigMode(gpu, 0, ctypes.byref(activation))
+found = nvml.nvmlDeviceGetGpuInstanceById(gpu, 1, ctypes.byref(instance))
+gone = nvml.nvmlGpuInstanceDestroy(instance) if found == 0 else -1
+print(off, found, gone)') || fail "the attacker's NVML calls did not run: $answer"
+  [ "$answer" = "4 0 4" ] || fail "an unprivileged user's MIG changes were not refused with NO_PERMISSION: $answer"
+  unix_call "$VICTIM" GET /v1/gpus
+  [ "$(settings_of "$BODY")" = "$(settings_of "$GPUS_BEFORE")" ] || fail "the MIG geometry changed:
+before: $GPUS_BEFORE
+after:  $BODY"
+}
+
 run_case "$@"
