@@ -103,6 +103,32 @@ void GpuFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.fenced.empty() ? 0 : 1);
   out.Family("fgpu_gpu_slices", "gauge", "Slices placed on the GPU.");
   for (const GpuRoom& room : snapshot.rooms) out.Sample(GpuLabels(room.gpu), room.slices);
+  // Each placement target's class, and a MIG instance's GPU, profile and memory: join a slice's
+  // `gpu` (its target's UUID) to `uuid` here to group slices by instance or by physical GPU.
+  out.Family("fgpu_gpu_class_info", "gauge",
+             "1 per placement target: its isolation class (shared, exclusive, mig); a MIG instance also "
+             "names its GPU (parent_uuid), profile and first memory slice.");
+  for (const GpuRoom& room : snapshot.rooms) {
+    Labels labels = GpuLabels(room.gpu);
+    labels.emplace_back("class", std::string(ToString(room.gpu.isolation)));
+    if (!room.gpu.parent_uuid.empty()) {
+      labels.emplace_back("parent_uuid", room.gpu.parent_uuid);
+      labels.emplace_back("profile", room.gpu.mig_profile);
+      labels.emplace_back("start", std::to_string(room.gpu.mig_start));
+    }
+    out.Sample(labels, 1);
+  }
+  out.Family("fgpu_mig_instance_memory_total_bytes", "gauge", "Memory of a MIG instance, as NVML reports it.");
+  for (const GpuRoom& room : snapshot.rooms) {
+    if (!room.gpu.parent_uuid.empty()) out.Sample(GpuLabels(room.gpu), static_cast<double>(room.gpu.memory_total));
+  }
+  out.Family("fgpu_gpu_mig_geometry_pending", "gauge",
+             "1 when a MIG GPU's configured geometry is not (all) applied (fgpu status says why).");
+  for (const GpuRoom& room : snapshot.rooms) {
+    if (room.gpu.isolation == IsolationClass::kMig && room.gpu.parent_uuid.empty()) {
+      out.Sample(GpuLabels(room.gpu), room.gpu.mig_note.empty() ? 0 : 1);
+    }
+  }
 }
 
 void SliceFamilies(const MetricsSnapshot& snapshot, Exposition& out) {

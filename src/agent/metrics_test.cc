@@ -57,6 +57,36 @@ TEST(MetricsTest, RendersEveryFamilyWithExactValues) {
   EXPECT_NE(text.find("fgpu_queue_length 3\n"), std::string::npos);
 }
 
+// A MIG instance is a target of its own: its class, GPU, profile and memory are series, so a
+// slice inside it (labelled with the instance's UUID) can be grouped by instance or by GPU.
+TEST(MetricsTest, MigInstancesAndClassesAreSeries) {
+  MetricsSnapshot snapshot = Sample();
+  GpuState parent{1, "GPU-bbbb", "NVIDIA H100 80GB HBM3", 85520809984, 0, 0};
+  parent.isolation = IsolationClass::kMig;
+  parent.mig_note = "the configured geometry (7g.80gb) is not applied";
+  GpuState instance{1, "MIG-cccc", "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 42412802048, 0, 0};
+  instance.isolation = IsolationClass::kMig;
+  instance.parent_uuid = "GPU-bbbb";
+  instance.mig_profile = "3g.40gb";
+  instance.mig_start = 4;
+  snapshot.rooms.push_back(GpuRoom{parent, false, 0, 0, 0});
+  snapshot.rooms.push_back(GpuRoom{instance, false, 10737418240, 25, 1});
+  const std::string text = RenderMetrics(snapshot);
+  EXPECT_NE(text.find("fgpu_gpu_class_info{gpu=\"0\",uuid=\"GPU-aaaa\",name=\"NVIDIA H100 80GB HBM3\",class=\"shared\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fgpu_gpu_class_info{gpu=\"1\",uuid=\"MIG-cccc\",name=\"NVIDIA H100 80GB HBM3 MIG 3g.40gb\","
+                      "class=\"mig\",parent_uuid=\"GPU-bbbb\",profile=\"3g.40gb\",start=\"4\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fgpu_mig_instance_memory_total_bytes{gpu=\"1\",uuid=\"MIG-cccc\",name=\"NVIDIA H100 80GB HBM3 "
+                      "MIG 3g.40gb\"} 42412802048\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("fgpu_gpu_mig_geometry_pending{gpu=\"1\",uuid=\"GPU-bbbb\",name=\"NVIDIA H100 80GB HBM3\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("fgpu_gpu_memory_reserved_bytes{gpu=\"1\",uuid=\"MIG-cccc\""), std::string::npos);
+}
+
 // A Kubernetes slice's series also carry its namespace, pod and claim; a slice without them
 // keeps exactly its series (no empty labels).
 TEST(MetricsTest, KubernetesLabelsAreOnEverySeriesOfTheirSliceOnly) {

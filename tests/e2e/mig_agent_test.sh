@@ -35,7 +35,7 @@ start_agent() {
   printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": [%s]}]}\n' "$1" >"$SCRATCH/agent.json"
   # Root is what lets NVML change MIG; a test run as another user is let through explicitly.
   FGPU_SIM_MIG_PRIVILEGED=1 FGPU_COMPUTE_DIR=$SCRATCH/boards "$FGPU" sim run --config "$SCRATCH/gpus.json" \
-    --segment "$SEGMENT" -- "$FGPU" agent --state "$SCRATCH/agent" --config "$SCRATCH/agent.json" \
+    --segment "$SEGMENT" -- "$FGPU" agent --state "$SCRATCH/agent" --config "$SCRATCH/agent.json" --listen 127.0.0.1:0 \
     >"$SCRATCH/agent.out" 2>"$SCRATCH/agent.err" &
   AGENT_PID=$!
   for _ in $(seq 100); do grep -q serving "$SCRATCH/agent.out" 2>/dev/null && return 0; sleep 0.1; done
@@ -161,6 +161,31 @@ case_bad_geometry_stops_the_agent() {
     "$FGPU" agent --state "$SCRATCH/agent" --config "$SCRATCH/agent.json"
   [ "$STATUS" -ne 0 ] || fail "the agent started with a GPU it does not have"
   expect_err_contains "no GPU '7' on this machine"
+}
+
+# The dashboard shows the GPU in MIG mode with its instances, and each instance with the slices
+# inside it (headless Chromium; 77 without it).
+case_dashboard_shows_instances_and_their_slices() {
+  CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+  [ -n "$CHROMIUM" ] || skip "chromium is not installed (scripts/bootstrap installs it)"
+  start_agent '"3g.40gb", "2g.20gb", "2g.20gb"'
+  PORT=$(sed -n 's|.*serving http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$SCRATCH/agent.out")
+  [ -n "$PORT" ] || fail "no TCP port in: $(cat "$SCRATCH/agent.out")"
+  THREE=$(instance_uuid 3g.40gb)
+  "$FGPU" run --agent "$SOCKET" --memory 10GiB --tenant team-mig --device "$THREE" -- "$PROBE" alloc --bytes 1GiB \
+    --hold-ms 30000 >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
+  HOLDER_PID=$!
+  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
+  SLICE=$(sed -n 's/^fgpu run: slice \([^ ]*\) on .*/\1/p' "$SCRATCH/holder.err")
+  [ -n "$SLICE" ] || fail "no slice for the holder: $(cat "$SCRATCH/holder.err")"
+  DOM=$(timeout 40 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+    --user-data-dir="$SCRATCH/chromium-profile" --virtual-time-budget=3000 --dump-dom "http://127.0.0.1:$PORT/" \
+    2>"$SCRATCH/chromium.err") || fail "chromium failed: $(tail -n 20 "$SCRATCH/chromium.err")"
+  for wanted in 'id="gpu-1-geometry"' '3 instance(s): ' 'GPU 1 · MIG 3g.40gb @ slice ' 'id="gpu-1-mig' \
+    "id=\"slice-$SLICE\"" '>team-mig<' 'id="gpu-0-memory"'; do
+    case "$DOM" in *"$wanted"*) ;; *) fail "the dashboard lacks '$wanted':
+$DOM" ;; esac
+  done
 }
 
 run_case "$@"
