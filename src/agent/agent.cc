@@ -21,6 +21,7 @@
 #include "agent/board_server.h"
 #include "agent/config.h"
 #include "agent/log.h"
+#include "agent/mig_manager.h"
 #include "agent/mig_setup.h"
 #include "agent/membership.h"
 #include "agent/metrics.h"
@@ -164,11 +165,24 @@ int Fail(const std::string& message) {
 }
 
 // Blocks SIGINT/SIGTERM in every thread (the server's threads inherit the mask) and waits for one.
+// SIGHUP: the configuration's MIG geometries (its `gpus`) applied again; the rest of the file
+// takes a restart.
+void Reload(const std::string& path, MigManager& mig) {
+  Result<AgentConfig> config = LoadConfig(path);
+  if (!config.ok()) {
+    Log(LogLevel::kError, "reload", {{"reason", config.status().message() + " (nothing changed)"}});
+    return;
+  }
+  Log(LogLevel::kInfo, "reload", {{"reason", "MIG geometries from " + (path.empty() ? std::string("(no file)") : path)}});
+  mig.Configure(config->gpus);
+}
+
 sigset_t StopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // reload the configuration's MIG geometries
   return signals;
 }
 
@@ -202,11 +216,19 @@ int RunAgent(const AgentOptions& options) {
   if (!gpus.ok()) return Fail(gpus.status().message());
   Result<std::unique_ptr<Store>> store = Store::Open(*state_dir + "/agent.db");
   if (!store.ok()) return Fail(store.status().message());
-  // Each GPU's isolation class; a MIG GPU's geometry applied where no stored slice is in the way.
-  Result<std::vector<SliceRecord>> stored = (*store)->Slices();
-  if (!stored.ok()) return Fail("cannot read the slices: " + stored.status().message());
-  gpus = SetUpGpus(**nvml, std::move(*gpus), config->gpus, *stored);
+  // Each GPU's isolation class; a MIG GPU's instances are placement targets of their own.
+  gpus = SetUpGpus(**nvml, std::move(*gpus), config->gpus);
   if (!gpus.ok()) return Fail(options.config + ": " + gpus.status().message());
+  for (const GpuClassConfig& wanted : config->gpus) {  // a geometry that cannot be stops the start
+    const auto gpu = std::find_if(gpus->begin(), gpus->end(), [&](const GpuState& g) {
+      return g.parent_uuid.empty() && (g.uuid == wanted.gpu || std::to_string(g.index) == wanted.gpu);
+    });
+    const mig::ModelInfo* model = gpu == gpus->end() ? nullptr : mig::ModelOfProduct(gpu->name, gpu->memory_total);
+    if (model == nullptr || wanted.mig.empty()) continue;
+    if (Result<TargetChoice> valid = ChooseTarget(*model, wanted.mig, {}, nullptr); !valid.ok()) {
+      return Fail(options.config + ": gpus: GPU " + gpu->uuid + ": " + valid.status().message());
+    }
+  }
   Result<slice::NodePolicy> node = slice::LoadNodePolicy(std::getenv(slice::kNodeConfigEnv));
   if (!node.ok()) return Fail("the node configuration: " + node.status().message());
   if (Status fits = CheckNodePolicy(*node, *state_dir + "/slices"); !fits.ok()) return Fail(fits.message());
@@ -231,6 +253,8 @@ int RunAgent(const AgentOptions& options) {
   if (Status restored = slices.Restore(); !restored.ok()) return Fail("cannot restore the slices: " + restored.message());
   slices.SetUsageRetention(config->usage_retention_ms);
   slices.PruneMembers();  // the cgroups of slices a killed agent left empty
+  MigManager mig(nvml->get(), &slices);
+  mig.Configure(config->gpus);  // each MIG GPU to its geometry, where no slice is in the way
   std::unique_ptr<BoardRegistry> boards;
   std::unique_ptr<BoardServer> board_server;
   if (sealed_boards) {
@@ -279,7 +303,12 @@ int RunAgent(const AgentOptions& options) {
   auto next_prune = std::chrono::steady_clock::now();
   while (received < 0) {
     received = sigtimedwait(&signals, nullptr, &tick);
+    if (received == SIGHUP) {
+      received = -1;
+      Reload(options.config, mig);
+    }
     (void)slices.Reap();  // each release is logged as a delete
+    mig.Tick();           // geometries whose drains have ended
     if (std::chrono::steady_clock::now() >= next_prune) {
       slices.PruneMembers();
       next_prune += std::chrono::seconds(30);

@@ -378,11 +378,16 @@ Status ParseGpuClass(const json& object, const std::string& where, GpuClassConfi
           if (Status listed = Strings(v, &gpu->mig); !listed.ok()) return listed;
           if (gpu->mig.size() > 7) return Status::InvalidArgument("at most 7 instances (a GPU has 7 compute slices)");
           return Status::Ok();
+        }},
+       {"drain", [&](const json& v) {
+          if (!v.is_boolean()) return Status::InvalidArgument("true or false");
+          gpu->drain = v.get<bool>();
+          return Status::Ok();
         }}});
   if (!status.ok()) return status;
   if (!named) return Status::InvalidArgument(where + ".gpu: missing (an NVML index or a UUID)");
-  if (!gpu->mig.empty() && gpu->isolation != IsolationClass::kMig) {
-    return Status::InvalidArgument(where + ".mig: a geometry needs \"isolation\": \"mig\"");
+  if ((!gpu->mig.empty() || gpu->drain) && gpu->isolation != IsolationClass::kMig) {
+    return Status::InvalidArgument(where + ": a geometry (mig, drain) needs \"isolation\": \"mig\"");
   }
   return Status::Ok();
 }

@@ -28,9 +28,12 @@ namespace fgpu::agent {
 struct GpuClassConfig {
   std::string gpu;  // an NVML index ("0") or a UUID
   IsolationClass isolation = IsolationClass::kShared;
-  // The MIG geometry (profile names, "3g.40gb"): applied at start where no slice is in the way.
+  // The MIG geometry (profile names, "3g.40gb"), applied at start and on SIGHUP (mig_manager.h).
   // Empty with `mig`: the instances the GPU has are kept as they are.
   std::vector<std::string> mig;
+  // When the geometry would destroy an instance holding slices: false, keep the GPU as it is (and
+  // say why); true, take no new slice on the instances in the way and apply it once they are empty.
+  bool drain = false;
 };
 
 struct AgentConfig {

@@ -26,13 +26,13 @@ std::vector<std::string> Names(std::initializer_list<const char*> names) {
 }
 
 TEST(ChooseTargetTest, GivesExactlyTheProfilesAskedInAValidGeometry) {
-  Result<std::vector<mig::Placed>> target =
-      ChooseTarget(H100(), Names({"3g.40gb", "2g.20gb", "2g.20gb"}), {}, nullptr);
+  Result<TargetChoice> target = ChooseTarget(H100(), Names({"3g.40gb", "2g.20gb", "2g.20gb"}), {}, nullptr);
   ASSERT_TRUE(target.ok()) << target.status().message();
-  ASSERT_EQ(target->size(), 3u);
-  EXPECT_EQ(mig::CheckGeometry(H100(), *target), mig::GeometryError::kNone);
+  ASSERT_EQ(target->geometry.size(), 3u);
+  EXPECT_TRUE(target->displaced.empty());
+  EXPECT_EQ(mig::CheckGeometry(H100(), target->geometry), mig::GeometryError::kNone);
   int threes = 0, twos = 0;
-  for (const mig::Placed& placed : *target) {
+  for (const mig::Placed& placed : target->geometry) {
     threes += placed.profile_id == IdOf("3g.40gb") ? 1 : 0;
     twos += placed.profile_id == IdOf("2g.20gb") ? 1 : 0;
   }
@@ -43,42 +43,39 @@ TEST(ChooseTargetTest, GivesExactlyTheProfilesAskedInAValidGeometry) {
 TEST(ChooseTargetTest, KeepsWhatItCanOfTheCurrentGeometry) {
   // A 2g.20gb at slot 2 stays where it is; the rest is added around it.
   const std::vector<mig::Placed> current = {{IdOf("2g.20gb"), 2}};
-  Result<std::vector<mig::Placed>> target =
-      ChooseTarget(H100(), Names({"2g.20gb", "2g.20gb"}), current, nullptr);
+  Result<TargetChoice> target = ChooseTarget(H100(), Names({"2g.20gb", "2g.20gb"}), current, nullptr);
   ASSERT_TRUE(target.ok()) << target.status().message();
-  EXPECT_NE(std::find(target->begin(), target->end(), current[0]), target->end());
+  EXPECT_NE(std::find(target->geometry.begin(), target->geometry.end(), current[0]), target->geometry.end());
 }
 
-TEST(ChooseTargetTest, ABusyInstanceThatMustGoIsRefusedWithWhy) {
-  const std::vector<mig::Placed> current = {{IdOf("3g.40gb"), 4}};
-  Result<std::vector<mig::Placed>> target = ChooseTarget(
-      H100(), Names({"4g.40gb", "1g.10gb"}), current, [](size_t) { return std::string("holds slice s7"); });
-  ASSERT_FALSE(target.ok());
-  EXPECT_EQ(target.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(target.status().message().find("3g.40gb instance at memory slice 4 holds slice s7"),
-            std::string::npos)
-      << target.status().message();
-  // Idle, it may go.
-  EXPECT_TRUE(ChooseTarget(H100(), Names({"4g.40gb", "1g.10gb"}), current, [](size_t) {
-                return std::string();
-              }).ok());
+TEST(ChooseTargetTest, ABusyInstanceThatMustGoIsDisplaced) {
+  const std::vector<mig::Placed> current = {{IdOf("1g.10gb"), 6}, {IdOf("3g.40gb"), 0}};
+  Result<TargetChoice> target =
+      ChooseTarget(H100(), Names({"4g.40gb", "1g.10gb"}), current, [](size_t i) { return i == 1 ? "holds slice s7" : ""; });
+  ASSERT_TRUE(target.ok()) << target.status().message();
+  EXPECT_EQ(target->displaced, std::vector<size_t>{1});
+  // Idle, it is simply not kept.
+  target = ChooseTarget(H100(), Names({"4g.40gb", "1g.10gb"}), current, [](size_t) { return std::string(); });
+  ASSERT_TRUE(target.ok());
+  EXPECT_TRUE(target->displaced.empty());
 }
 
 TEST(ChooseTargetTest, ABusyInstanceThatCanStayDecidesThePlacement) {
   // 3g.40gb may start at 0 or 4: the busy one at 4 stays, so the new one goes to 0.
   const std::vector<mig::Placed> current = {{IdOf("3g.40gb"), 4}};
-  Result<std::vector<mig::Placed>> target = ChooseTarget(
-      H100(), Names({"3g.40gb", "3g.40gb"}), current, [](size_t) { return std::string("holds slice s1"); });
+  Result<TargetChoice> target =
+      ChooseTarget(H100(), Names({"3g.40gb", "3g.40gb"}), current, [](size_t) { return std::string("holds slice s1"); });
   ASSERT_TRUE(target.ok()) << target.status().message();
-  EXPECT_NE(std::find(target->begin(), target->end(), current[0]), target->end());
+  EXPECT_TRUE(target->displaced.empty());
+  EXPECT_NE(std::find(target->geometry.begin(), target->geometry.end(), current[0]), target->geometry.end());
 }
 
 TEST(ChooseTargetTest, UnknownProfilesAndImpossibleMixesAreInvalid) {
-  Result<std::vector<mig::Placed>> unknown = ChooseTarget(H100(), Names({"3g.41gb"}), {}, nullptr);
+  Result<TargetChoice> unknown = ChooseTarget(H100(), Names({"3g.41gb"}), {}, nullptr);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(unknown.status().message().find("no MIG profile '3g.41gb' on the H100-80GB"), std::string::npos);
-  Result<std::vector<mig::Placed>> crowded = ChooseTarget(H100(), Names({"4g.40gb", "4g.40gb"}), {}, nullptr);
+  Result<TargetChoice> crowded = ChooseTarget(H100(), Names({"4g.40gb", "4g.40gb"}), {}, nullptr);
   ASSERT_FALSE(crowded.ok());
   EXPECT_EQ(crowded.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(crowded.status().message().find("cannot share one H100-80GB"), std::string::npos);
@@ -266,6 +263,50 @@ TEST_F(IsolationRoutingTest, NamingAGpuOfTheWrongClassSaysWhy) {
   CreateRequest hard_with_share = Ask(1 * kGiB, Isolation::kHard);
   hard_with_share.compute_share = 50;
   EXPECT_EQ(service_->Create(hard_with_share, Me()).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A geometry change rebinds the GPU's instance slots: refused while a slice holds an instance
+// that goes (nothing changes), then the new instance takes slices and serves the queue.
+TEST_F(IsolationRoutingTest, NewInstancesAreBoundOnlyOnceTheOldOnesAreEmpty) {
+  CreateRequest in_three = Ask(10 * kGiB);
+  in_three.gpu = "MIG-three";
+  Result<SliceRecord> held = service_->Create(in_three, Me());
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  const std::vector<GpuState> seven = {Instance("MIG-seven", "7g.80gb", 81152 * kMiB, 0)};
+  Status refused = service_->SetMigInstances("GPU-mig", seven);
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("the 3g.40gb instance at memory slice 0 holds slice " + held->id), std::string::npos)
+      << refused.message();
+  const auto instances = [&] {
+    std::vector<std::string> uuids;
+    for (const GpuRoom& room : service_->Rooms()) {
+      if (room.gpu.parent_uuid == "GPU-mig") uuids.push_back(room.gpu.uuid);
+    }
+    return uuids;
+  };
+  EXPECT_EQ(instances(), (std::vector<std::string>{"MIG-three", "MIG-two-a", "MIG-two-b"})) << "nothing changed";
+  // A hard request for 60 GiB is refused, even to wait: no instance of this geometry holds it.
+  CreateRequest big = Ask(60 * kGiB, Isolation::kHard);
+  big.wait = true;
+  Result<QueueStatus> queued = service_->CreateOrQueue(big, Me());
+  ASSERT_FALSE(queued.ok()) << "no instance of this machine can ever hold it";
+  ASSERT_TRUE(service_->Delete(held->id).ok());
+  ASSERT_TRUE(service_->SetMigInstances("GPU-mig", seven).ok());
+  EXPECT_EQ(instances(), std::vector<std::string>{"MIG-seven"});
+  Result<SliceRecord> whole = service_->Create(Ask(60 * kGiB, Isolation::kHard), Me());
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->gpu_uuid, "MIG-seven");
+  EXPECT_EQ(whole->memory_bytes, 81152 * kMiB);
+  // Back to three and two: refused while the 7g holds its slice; a slot per instance is enough.
+  EXPECT_FALSE(service_->SetMigInstances("GPU-mig", {Instance("MIG-x", "1g.10gb", 9984 * kMiB, 0)}).ok());
+  ASSERT_TRUE(service_->Delete(whole->id).ok());
+  std::vector<GpuState> sevens;
+  for (int start = 0; start < 7; ++start) {
+    sevens.push_back(Instance("MIG-one-" + std::to_string(start), "1g.10gb", 9984 * kMiB, start));
+  }
+  ASSERT_TRUE(service_->SetMigInstances("GPU-mig", sevens).ok());
+  EXPECT_EQ(instances().size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_TRUE(service_->Create(Ask(5 * kGiB, Isolation::kHard), Me()).ok()) << i;
 }
 
 TEST_F(IsolationRoutingTest, ARestartKeepsEachSlicesIsolation) {

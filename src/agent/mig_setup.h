@@ -1,19 +1,20 @@
 // The machine's GPUs as the agent uses them: each GPU's isolation class from the configuration,
-// and each MIG GPU's configured geometry applied through NVML at start, where no slice is in the
-// way (docs/mig.md "Isolation classes").
+// MIG mode on for the GPUs of the mig class, and their instances as placement targets; and the
+// geometry a MIG GPU is to have (docs/mig.md "Isolation classes"). MigManager (mig_manager.h)
+// applies geometries; this file decides and reads.
 //
 // Contract
 // - ChooseTarget: a geometry of exactly the profiles asked (names of the GPU's model) that keeps
-//   every busy instance where it is and, of the rest, as many as can be. InvalidArgument for an
-//   unknown profile or a mix no valid geometry holds; ResourceExhausted when the busy instances
-//   cannot all stay, naming the first that would have to go and why it is busy.
-// - SetUpGpus: a selector naming no GPU, a MIG class on a GPU without MIG or a geometry that
-//   cannot be are InvalidArgument (the agent does not start: a misconfigured isolation is not
-//   lifted silently). On a MIG GPU: MIG mode turned on; the configured geometry applied step
-//   by step (only the instances that change are destroyed or created, destroys first); when a
-//   slice is in the way, or the mode waits for the GPU to be idle, the GPU keeps what it has and
-//   `mig_note` says why. Returns every placement target: each whole GPU (a MIG GPU too: it
-//   takes no slice itself, but shows its note) followed by its MIG instances.
+//   as many busy instances, then as many others, where they are as can be; the busy instances it
+//   cannot keep are `displaced`. InvalidArgument for an unknown profile or a mix no valid
+//   geometry holds.
+// - SetUpGpus: a selector naming no GPU, or a mig class on a GPU without MIG, is InvalidArgument
+//   (the agent does not start: a misconfigured isolation is not lifted silently). A GPU of the
+//   mig class gets MIG mode (pending: no instances, and `mig_note` says why); a GPU the
+//   configuration does not name but that is in MIG mode is of the mig class. Returns every
+//   placement target: each whole GPU (a MIG GPU too: it takes no slice itself) followed by its
+//   MIG instances as NVML lists them now.
+// - InstancesOf: a MIG GPU's instances as targets (those with a compute instance).
 // - Needs root for any change (NVML's rule); reading needs nothing.
 #pragma once
 
@@ -24,22 +25,28 @@
 
 #include "agent/config.h"
 #include "agent/nvml_client.h"
-#include "agent/slice_record.h"
 #include "core/mig_profiles.h"
 #include "core/status.h"
-#include "sched/mig/planner.h"
 
 namespace fgpu::agent {
 
 // Why an instance may not change ("" = it may), by its place in `current`.
 using BusyReason = std::function<std::string(size_t instance)>;
 
-Result<std::vector<mig::Placed>> ChooseTarget(const mig::ModelInfo& model,
-                                              std::span<const std::string> profiles,
-                                              std::span<const mig::Placed> current, const BusyReason& busy);
+struct TargetChoice {
+  std::vector<mig::Placed> geometry;  // by start slot
+  std::vector<size_t> displaced;      // busy instances of `current` the geometry does not keep
+};
+
+Result<TargetChoice> ChooseTarget(const mig::ModelInfo& model, std::span<const std::string> profiles,
+                                  std::span<const mig::Placed> current, const BusyReason& busy);
 
 Result<std::vector<GpuState>> SetUpGpus(const NvmlClient& nvml, std::vector<GpuState> gpus,
-                                        std::span<const GpuClassConfig> classes,
-                                        std::span<const SliceRecord> slices);
+                                        std::span<const GpuClassConfig> classes);
+
+Result<std::vector<GpuState>> InstancesOf(const NvmlClient& nvml, const GpuState& gpu);
+
+// "3g.40gb + 2g.20gb": the profiles as the configuration lists them.
+std::string JoinProfiles(std::span<const std::string> profiles);
 
 }  // namespace fgpu::agent

@@ -212,9 +212,43 @@ Status ValidateGovernance(const Governance& governance) {
       .status();
 }
 
+namespace {
+
+// Each GPU in MIG mode gets as many nodes as it can have instances (7): its instances' and
+// unbound ones (no UUID, no memory) that a geometry change binds (SetMigInstances).
+std::vector<GpuState> WithMigSlots(std::vector<GpuState> gpus) {
+  std::vector<GpuState> slotted;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    slotted.push_back(gpus[i]);
+    if (gpus[i].isolation != IsolationClass::kMig || !gpus[i].parent_uuid.empty()) continue;
+    const GpuState parent = gpus[i];
+    size_t instances = 0;
+    while (i + 1 < gpus.size() && gpus[i + 1].parent_uuid == parent.uuid) {
+      slotted.push_back(gpus[++i]);
+      ++instances;
+    }
+    for (size_t k = instances; k < static_cast<size_t>(mig::kComputeSlices); ++k) {
+      GpuState slot;
+      slot.index = parent.index;
+      slot.isolation = IsolationClass::kMig;
+      slot.parent_uuid = parent.uuid;
+      slot.minor = parent.minor;
+      slotted.push_back(std::move(slot));
+    }
+  }
+  return slotted;
+}
+
+// The engine's name of a node: its GPU's UUID, or for an unbound MIG slot its GPU's and place.
+std::string NodeNameOf(const GpuState& gpu, size_t node) {
+  return gpu.uuid.empty() ? gpu.parent_uuid + "/slot-" + std::to_string(node) : gpu.uuid;
+}
+
+}  // namespace
+
 SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string slices_dir, BusyReader busy,
                            Governance governance)
-    : store_(store), busy_(std::move(busy)), gpus_(std::move(gpus)), slices_dir_(std::move(slices_dir)) {
+    : store_(store), busy_(std::move(busy)), gpus_(WithMigSlots(std::move(gpus))), slices_dir_(std::move(slices_dir)) {
   if (Status valid = ValidateGovernance(governance); !valid.ok()) {
     Log(LogLevel::kError, "governance", {{"reason", valid.message() + " (the defaults are used)"}});
     governance = Governance{};
@@ -222,8 +256,9 @@ SliceService::SliceService(Store* store, std::vector<GpuState> gpus, std::string
   sched::ModelTable models;
   for (const char* name : {"shared", "exclusive", "mig-instance", "mig-gpu"}) (void)models.Intern(name);
   std::vector<sched::NodeSpec> nodes;
-  for (const GpuState& gpu : gpus_) {
-    nodes.push_back({gpu.uuid, kUnmodelled, kUnmodelled, ModelOf(gpu), 1, static_cast<int64_t>(gpu.memory_total)});
+  for (size_t node = 0; node < gpus_.size(); ++node) {
+    const GpuState& gpu = gpus_[node];
+    nodes.push_back({NodeNameOf(gpu, node), kUnmodelled, kUnmodelled, ModelOf(gpu), 1, static_cast<int64_t>(gpu.memory_total)});
   }
   Result<sched::Cluster> cluster = sched::Cluster::Create(std::move(models), std::move(nodes));
   if (!cluster.ok()) {  // two GPUs with one UUID: model none, place nothing
@@ -260,7 +295,7 @@ double SliceService::Now() const {
 
 int SliceService::NodeOf(const std::string& uuid) const {
   for (size_t i = 0; i < gpus_.size(); ++i) {
-    if (gpus_[i].uuid == uuid) return static_cast<int>(i);
+    if (!uuid.empty() && gpus_[i].uuid == uuid) return static_cast<int>(i);
   }
   return -1;
 }
@@ -486,6 +521,7 @@ int SliceService::RemoveOrphans() const {
 std::vector<GpuRoom> SliceService::RoomsLocked() const {
   std::vector<GpuRoom> rooms;
   for (const GpuState& gpu : gpus_) {
+    if (gpu.uuid.empty()) continue;  // an unbound MIG slot
     GpuRoom room;
     room.gpu = gpu;
     room.exclusive = exclusive_.count(gpu.uuid) != 0;
@@ -595,6 +631,7 @@ std::vector<GpuRoom> SliceService::Rooms() const {
 
 Result<const GpuState*> SliceService::NamedGpu(const std::string& selector) const {
   for (const GpuState& gpu : gpus_) {
+    if (gpu.uuid.empty()) continue;  // an unbound MIG slot
     // An index names the whole GPU, not one of its MIG instances (they share it).
     if (gpu.uuid == selector || (gpu.parent_uuid.empty() && std::to_string(gpu.index) == selector)) return &gpu;
   }
@@ -749,7 +786,8 @@ Status SliceService::RefusalLocked(const CreateRequest& request, const sched::Wo
       }
       if (room.exclusive) return Status::ResourceExhausted("GPU " + *request.gpu + " is in exclusive mode");
       if (!room.fenced.empty()) {
-        return Status::ResourceExhausted("GPU " + *request.gpu + " takes no new slices for now (stop-loss: " + room.fenced + ")");
+        const std::string by = room.fenced == kMigDrainFence ? "" : "stop-loss: ";
+        return Status::ResourceExhausted("GPU " + *request.gpu + " takes no new slices for now (" + by + room.fenced + ")");
       }
       if (room.max_slices != 0 && room.slices >= room.max_slices) {
         return Status::ResourceExhausted("GPU " + *request.gpu + " holds " + std::to_string(room.slices) +
@@ -793,7 +831,7 @@ Result<QueueStatus> SliceService::CreateOrQueue(const CreateRequest& request, co
   }
   // Only requests that could ever fit wait: one larger than every GPU is refused now.
   const bool could_fit = std::any_of(gpus_.begin(), gpus_.end(), [&](const GpuState& gpu) {
-    return request.memory_bytes <= gpu.memory_total && Accepts(gpu, request.isolation) &&
+    return !gpu.uuid.empty() && request.memory_bytes <= gpu.memory_total && Accepts(gpu, request.isolation) &&
            (!request.gpu || *NamedGpu(*request.gpu) == &gpu);
   });
   if (!could_fit) {
@@ -1262,6 +1300,70 @@ void SliceService::RemoveObserver(int handle) {
 void SliceService::SetObserver(Observer observer) {
   std::lock_guard<std::mutex> lock(mutex_);
   observer_ = std::move(observer);
+}
+
+Status SliceService::SetMigInstances(const std::string& parent, const std::vector<GpuState>& instances) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The same instance: a UUID may come back for another instance (the driver may number a new
+  // GPU instance as one it destroyed), so its profile and place must match too.
+  const auto same = [](const GpuState& a, const GpuState& b) {
+    return a.uuid == b.uuid && a.mig_profile == b.mig_profile && a.mig_start == b.mig_start;
+  };
+  const auto listed = [&](const GpuState& gpu) {
+    return std::any_of(instances.begin(), instances.end(), [&](const GpuState& g) { return same(g, gpu); });
+  };
+  // First every instance that goes, so that a refusal changes nothing.
+  std::vector<size_t> going;
+  for (size_t node = 0; node < gpus_.size(); ++node) {
+    const GpuState& gpu = gpus_[node];
+    if (gpu.parent_uuid != parent || gpu.uuid.empty() || listed(gpu)) continue;
+    const auto held = std::find_if(slices_.begin(), slices_.end(), [&](const SliceRecord& s) { return s.gpu_uuid == gpu.uuid; });
+    if (held != slices_.end()) {
+      return Status::ResourceExhausted("the " + gpu.mig_profile + " instance at memory slice " +
+                                       std::to_string(gpu.mig_start) + " holds slice " + held->id);
+    }
+    going.push_back(node);
+  }
+  for (size_t node : going) {
+    GpuState& gpu = gpus_[node];
+    if (Status empty = scheduler_->Reshape(static_cast<sched::NodeId>(node), gpu.parent_uuid + "/slot-" + std::to_string(node), 0);
+        !empty.ok()) {
+      return Status::ResourceExhausted("the " + gpu.mig_profile + " instance " + gpu.uuid + " is held for a slice being made");
+    }
+    fenced_.erase(gpu.uuid);
+    exclusive_.erase(gpu.uuid);
+    GpuState slot;
+    slot.index = gpu.index;
+    slot.isolation = IsolationClass::kMig;
+    slot.parent_uuid = parent;
+    slot.minor = gpu.minor;
+    gpu = std::move(slot);
+    (void)scheduler_->SetCordoned(static_cast<sched::NodeId>(node), false);
+  }
+  for (const GpuState& instance : instances) {
+    if (const int node = NodeOf(instance.uuid); node >= 0) {
+      if (same(gpus_[static_cast<size_t>(node)], instance)) continue;  // stays where it is
+      return Status::InvalidArgument("instance " + instance.uuid + " is listed twice");
+    }
+    const auto free = std::find_if(gpus_.begin(), gpus_.end(),
+                                   [&](const GpuState& g) { return g.parent_uuid == parent && g.uuid.empty(); });
+    if (free == gpus_.end()) return Status::Internal("GPU " + parent + " has no free instance slot");
+    const auto node = static_cast<sched::NodeId>(free - gpus_.begin());
+    if (Status bound = scheduler_->Reshape(node, instance.uuid, static_cast<int64_t>(instance.memory_total)); !bound.ok()) {
+      return bound;
+    }
+    *free = instance;
+  }
+  ScheduleLocked();  // new instances may hold what waits
+  return Status::Ok();
+}
+
+Status SliceService::SetMigNote(const std::string& parent, const std::string& note) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const int node = NodeOf(parent);
+  if (node < 0) return Status::NotFound("no GPU " + parent);
+  gpus_[static_cast<size_t>(node)].mig_note = note;
+  return Status::Ok();
 }
 
 void SliceService::SetMaxSlicesPerGpu(int most) {

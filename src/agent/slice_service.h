@@ -162,6 +162,9 @@ inline constexpr int kExclusiveModel = 1;
 inline constexpr int kMigInstanceModel = 2;
 inline constexpr int kMigGpuModel = 3;  // a GPU in MIG mode: no request takes it whole
 
+// The fence MigManager puts on MIG instances a new geometry removes while their slices drain.
+inline constexpr std::string_view kMigDrainFence = "draining for a MIG reconfiguration";
+
 // Ok, or why the policy or the quotas cannot be used.
 Status ValidateGovernance(const Governance& governance);
 
@@ -226,6 +229,13 @@ class SliceService {
   // stay); unlike the exclusive switch it is not persisted, since stop-loss re-decides it every
   // check. Clearing it serves the queue.
   Status SetFenced(const std::string& gpu, const std::string& why);
+  // Binds GPU `parent`'s MIG instances to `instances` (mig_setup.h's targets for it) after its
+  // geometry changed: an instance that stays keeps its place, one that is gone must hold no
+  // slice (ResourceExhausted naming it, and nothing changes), a new one takes a free slot (a GPU
+  // in MIG mode has a node per instance it can have). Serves the queue.
+  Status SetMigInstances(const std::string& parent, const std::vector<GpuState>& instances);
+  // The note a GPU in MIG mode shows (GpuState::mig_note): why its geometry is not applied.
+  Status SetMigNote(const std::string& parent, const std::string& note);
   // The queue in the Governor's order, each with why it waits.
   std::vector<QueueEntry> Queue() const;
   // The quotas and what each holds (empty without quotas).

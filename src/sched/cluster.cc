@@ -186,6 +186,24 @@ Status Cluster::SetCordoned(NodeId node, bool cordoned) {
   return Status::Ok();
 }
 
+Status Cluster::Reshape(NodeId node, std::string name, int64_t gpu_memory_bytes) {
+  if (node >= specs_.size()) return Status::InvalidArgument("no node " + std::to_string(node));
+  if (gpu_memory_bytes < 0) return Status::InvalidArgument("negative GPU memory");
+  NodeSpec& spec = specs_[node];
+  NodeState& state = states_[node];
+  for (int gpu = 0; gpu < spec.gpu_count; ++gpu) {
+    const auto index = static_cast<size_t>(gpu);
+    if (state.free_milli[index] != kMilliPerGpu || state.free_gpu_memory[index] != spec.gpu_memory_bytes) {
+      return Status::ResourceExhausted("node '" + spec.name + "' holds placements");
+    }
+  }
+  spec.name = std::move(name);
+  spec.gpu_memory_bytes = gpu_memory_bytes;
+  for (int gpu = 0; gpu < spec.gpu_count; ++gpu) state.free_gpu_memory[static_cast<size_t>(gpu)] = gpu_memory_bytes;
+  Changed(node);
+  return Status::Ok();
+}
+
 Status Cluster::Touch(NodeId node) {
   if (node >= specs_.size()) return Status::InvalidArgument("no node " + std::to_string(node));
   Changed(node);

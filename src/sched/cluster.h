@@ -102,6 +102,9 @@ class Cluster {
   Status Apply(const Placement& placement);
   Status Remove(const Placement& placement);
   Status SetCordoned(NodeId node, bool cordoned);
+  // Gives an empty node another name and GPU memory (the agent's MIG instance slots, rebound
+  // when a GPU's geometry changes). ResourceExhausted while anything is placed on it.
+  Status Reshape(NodeId node, std::string name, int64_t gpu_memory_bytes);
   // Bumps the node's version as if it had changed: a plugin whose per-node state moved (a node
   // held for a reservation) makes cached scores and filters of that node be recomputed.
   Status Touch(NodeId node);

@@ -68,6 +68,32 @@ TEST(ClusterTest, ApplyTakesAllOrNothingAndRemoveGivesBack) {
   EXPECT_EQ(cluster.changes().nodes.size(), 4u);
 }
 
+// A MIG instance slot: an empty node takes another name and GPU memory; one holding anything
+// does not change.
+TEST(ClusterTest, ReshapeRebindsAnEmptyNodeOnly) {
+  ModelTable models;
+  (void)models.Intern("mig-instance");
+  Cluster cluster = *Cluster::Create(models, {{"slot", 1000, 1024, 0, 1, 0}});
+  Request small = Gpus(1, 100, 100);
+  small.memory_mib = 1;
+  small.gpu_memory_bytes = 1 << 20;
+  EXPECT_FALSE(cluster.Fits(0, small)) << "an unbound slot has no memory";
+  const uint32_t version = cluster.state(0).version;
+  ASSERT_TRUE(cluster.Reshape(0, "MIG-a", int64_t{40} << 30).ok());
+  EXPECT_EQ(cluster.spec(0).name, "MIG-a");
+  EXPECT_EQ(cluster.state(0).free_gpu_memory[0], int64_t{40} << 30);
+  EXPECT_GT(cluster.state(0).version, version);
+  EXPECT_TRUE(cluster.Fits(0, small));
+  const Placement placed = MakePlacement(0, GpuBit(0), small);
+  ASSERT_TRUE(cluster.Apply(placed).ok());
+  EXPECT_EQ(cluster.Reshape(0, "MIG-b", int64_t{20} << 30).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(cluster.spec(0).name, "MIG-a");
+  ASSERT_TRUE(cluster.Remove(placed).ok());
+  EXPECT_TRUE(cluster.Reshape(0, "", 0).ok());
+  EXPECT_EQ(cluster.Reshape(1, "x", 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cluster.Reshape(0, "x", -1).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ClusterTest, RejectsPlacementsOnMissingNodesOrGpus) {
   Cluster cluster = MakeCluster({{"T4", 2}});
   EXPECT_FALSE(cluster.Apply({.node = 5, .gpus = 1, .gpu_milli = 10}).ok());

@@ -117,6 +117,9 @@ class Scheduler {
   }
 
   Status SetCordoned(NodeId node, bool cordoned) { return cluster_.SetCordoned(node, cordoned); }
+  Status Reshape(NodeId node, std::string name, int64_t gpu_memory_bytes) {
+    return cluster_.Reshape(node, std::move(name), gpu_memory_bytes);
+  }
   // A plugin's per-node state changed (plugin.h).
   Status Touch(NodeId node) { return cluster_.Touch(node); }
 

@@ -148,6 +148,73 @@ case_reconfiguration_waits_for_the_slice_in_the_way() {
   grep -q "step=\"GPU 1: create 7g.80gb at slot 0\"" "$SCRATCH/agent.err" || fail "the steps are not logged: $(cat "$SCRATCH/agent.err")"
 }
 
+# SIGHUP re-applies the configuration's geometry to the running agent. With drain, the instance
+# holding a slice takes no new slice, the others keep serving, and the geometry is applied as
+# soon as the slice is gone, with no restart.
+case_reload_drains_then_applies() {
+  start_agent '"3g.40gb", "2g.20gb", "2g.20gb"'
+  THREE=$(instance_uuid 3g.40gb)
+  TWO=$(instance_uuid 2g.20gb)
+  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" alloc --bytes 1GiB --hold-ms 60000 \
+    >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
+  HOLDER_PID=$!
+  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
+  SLICE=$(sed -n 's/^fgpu run: slice \([^ ]*\) on .*/\1/p' "$SCRATCH/holder.err")
+  [ -n "$SLICE" ] || fail "no slice for the holder: $(cat "$SCRATCH/holder.err")"
+  # Keep the 3g.40gb and one 2g.20gb, turn the other 2g.20gb and the rest into 1g.10gb: the busy
+  # instance stays, so this applies at once.
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "drain": true, "mig": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]}]}\n' \
+    >"$SCRATCH/agent.json"
+  kill -HUP "$AGENT_PID"
+  for _ in $(seq 50); do
+    run_fgpu status --agent "$SOCKET"
+    [ "$(echo "$OUT" | grep -c 'mig 1g.10gb@')" -eq 2 ] && break
+    sleep 0.1
+  done
+  [ "$(echo "$OUT" | grep -c 'mig 1g.10gb@')" -eq 2 ] || fail "the reload did not apply the geometry: $OUT"
+  [ "$(instance_uuid 3g.40gb)" = "$THREE" ] || fail "the busy 3g.40gb was touched"
+  kill -0 "$HOLDER_PID" 2>/dev/null || fail "the workload in the kept instance died"
+  # Now one 7g.80gb: the 3g.40gb is in the way, so it drains.
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "drain": true, "mig": ["7g.80gb"]}]}\n' >"$SCRATCH/agent.json"
+  kill -HUP "$AGENT_PID"
+  for _ in $(seq 50); do
+    run_fgpu status --agent "$SOCKET"
+    case "$OUT" in *"draining for the configured geometry (7g.80gb)"*) break ;; esac
+    sleep 0.1
+  done
+  expect_out_contains "draining for the configured geometry (7g.80gb): the 3g.40gb instance at memory slice"
+  expect_out_contains "holds slice $SLICE"
+  # The idle instances are not destroyed yet either: the geometry changes in one go.
+  expect_out_contains "mig 2g.20gb@"
+  run_fgpu run --agent "$SOCKET" --memory 1GiB --device "$THREE" -- "$PROBE" info
+  expect_status 1
+  expect_err_contains "takes no new slices for now (draining for a MIG reconfiguration)"
+  # The workload ends; its slice is released; the geometry follows without a restart.
+  kill "$HOLDER_PID" 2>/dev/null
+  wait "$HOLDER_PID" 2>/dev/null
+  HOLDER_PID=
+  for _ in $(seq 100); do
+    run_fgpu status --agent "$SOCKET"
+    case "$OUT" in *"mig 7g.80gb@0"*) break ;; esac
+    sleep 0.1
+  done
+  expect_out_contains "mig 7g.80gb@0"
+  case "$OUT" in *"draining"* | *"not applied"*) fail "a note is left after the drain: $OUT" ;; esac
+  run_fgpu run --agent "$SOCKET" --isolation hard --memory 70GiB -- "$PROBE" info
+  expect_status 0
+  [ "$(probe_total_mem)" = $((81152 * 1048576)) ] || fail "the new 7g.80gb is not placed on: $OUT"
+  grep -q "fgpu agent: info reload" "$SCRATCH/agent.err" || fail "the reload is not logged"
+  # A reload with a broken file changes nothing and says so.
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": ["9g.90gb"]}]}\n' >"$SCRATCH/agent.json"
+  kill -HUP "$AGENT_PID"
+  for _ in $(seq 50); do grep -q "no MIG profile '9g.90gb'" "$SCRATCH/agent.err" && break; sleep 0.1; done
+  grep -q "no MIG profile '9g.90gb'" "$SCRATCH/agent.err" || fail "the bad geometry is not reported: $(cat "$SCRATCH/agent.err")"
+  run_fgpu status --agent "$SOCKET"
+  expect_out_contains "mig 7g.80gb@0"
+  kill -0 "$AGENT_PID" 2>/dev/null || fail "a bad reload stopped the agent"
+  : "$TWO"
+}
+
 case_bad_geometry_stops_the_agent() {
   require_probe_and_driver
   printf '{"devices": [{}, {}]}\n' >"$SCRATCH/gpus.json"

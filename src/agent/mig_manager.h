@@ -1,0 +1,58 @@
+// MigManager: takes the agent's MIG GPUs to their configured geometries — at start and on each
+// reload of the configuration (SIGHUP) — through NVML, with the drain rules of docs/mig.md
+// "Reconfiguration and running work".
+//
+// Contract
+// - Configure: for each GPU of the mig class with a geometry, the instances that change are
+//   unbound from placement first (so no slice lands on one being destroyed), then destroyed and
+//   created by the planner's steps (only what changes), then the GPU's instances are bound again
+//   (SliceService::SetMigInstances) and the queue served. Each step is logged.
+// - An instance in the way holds a slice: without `drain` the GPU keeps its geometry and its note
+//   says why; with `drain` the instances that must go take no new slice (fenced) and the
+//   geometry is applied by the first Tick after they are empty; the note says what it waits for.
+// - A later Configure replaces what earlier ones asked (their fences are lifted first). A GPU's
+//   class is fixed at start: a reload that changes it is logged and ignored.
+// - Thread-safe (one mutex); NVML calls are made under it, never under SliceService's lock.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/nvml_client.h"
+#include "agent/slice_service.h"
+
+namespace fgpu::agent {
+
+class MigManager {
+ public:
+  MigManager(const NvmlClient* nvml, SliceService* slices) : nvml_(nvml), slices_(slices) {}
+
+  void Configure(const std::vector<GpuClassConfig>& classes);
+  // Applies the geometries whose drains have finished.
+  void Tick();
+  // GPUs waiting for their instances to empty.
+  int Draining() const;
+
+ private:
+  struct Wanted {
+    GpuState gpu;  // the GPU in MIG mode
+    GpuClassConfig config;
+    std::vector<std::string> fenced;  // instances this manager holds new slices off
+    std::string noted;                // the note last set (logged when it changes)
+  };
+  // Moves `wanted` on: true when finished (applied, or refused for good), false while it drains.
+  bool Advance(Wanted& wanted);
+  Status Apply(const Wanted& wanted, const mig::ModelInfo& model, const std::vector<MigInstance>& current,
+               const std::vector<mig::Placed>& target);
+  void Unfence(Wanted& wanted);
+  void Note(Wanted& wanted, const std::string& note, bool warn);
+
+  const NvmlClient* nvml_;
+  SliceService* slices_;
+  mutable std::mutex mutex_;
+  std::vector<Wanted> pending_;
+};
+
+}  // namespace fgpu::agent
