@@ -189,6 +189,7 @@ def check_slice_parameters(problems, where, path, parameters):
         "computeMode": lambda v: v in ("share", "cap"),
         "tenant": lambda v: isinstance(v, str),
         "runAsUser": lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 0x7FFFFFFF,
+        "isolation": lambda v: v in ("trusted", "hard"),
     }
     for key, value in parameters.items():
         if key not in allowed:

@@ -185,11 +185,13 @@ Status Access::MayCreate(const Caller& caller, const CreateRequest& request, int
   if (!tenant_allowed) {
     return Status::PermissionDenied(owner.name + " may not bill tenant '" + request.tenant + "'");
   }
-  if (rule.isolations.count(request.isolation) == 0) {
+  // A whole instance or GPU is a grant; an admin asking for a user (the Kubernetes plugin serving
+  // an fgpu.io/mig-<profile> device) has decided it already.
+  if (!admin && rule.isolations.count(request.isolation) == 0) {
     return Status::PermissionDenied(owner.name + " may not ask for " + std::string(ToString(request.isolation)) +
                                     " isolation (a whole MIG instance or GPU: an admin grants it in access's isolations)");
   }
-  if (request.isolation != Isolation::kTrusted) {  // all of the instance's or GPU's compute
+  if (!admin && request.isolation != Isolation::kTrusted) {  // all of the instance's or GPU's compute
     if (Status within = WithinRule(owner, rule, std::nullopt, 100, std::nullopt); !within.ok()) return within;
   }
   if (request.gpu && !rule.gpus.empty() && !Contains(rule.gpus, *request.gpu)) {

@@ -108,6 +108,9 @@ TEST(AccessTest, HardAndExclusiveIsolationAreGranted) {
   policy.users["nobody"].max_compute = 50;
   refused = Access{policy}.MayCreate(nobody, request, 0);
   EXPECT_NE(refused.message().find("over 50 % compute"), std::string::npos) << refused.message();
+  // An admin asking for the user has decided the isolation (the Kubernetes plugin's MIG devices).
+  request.owner = 65534;
+  EXPECT_TRUE(Access{policy}.MayCreate(*Access{policy}.Identify(UnixRequest(0)), request, 0).ok());
 }
 
 }  // namespace

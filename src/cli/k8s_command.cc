@@ -43,7 +43,7 @@ CLI::App* AddK8sDraFlags(CLI::App& parent, K8sDraOptions* options) {
   command->add_option("--claim-parameters", options->claim_parameters,
                       "The parameters a claim's own config may set; the rest only a DeviceClass may")
       ->delimiter(',')
-      ->check(CLI::IsMember({"tier", "computeMode", "tenant", "runAsUser"}))
+      ->check(CLI::IsMember({"tier", "computeMode", "tenant", "runAsUser", "isolation"}))
       ->capture_default_str();
   command->add_option("--memory-min", options->memory_min, "The smallest memory a claim may consume")
       ->capture_default_str();
@@ -80,6 +80,11 @@ CLI::App* AddK8sDevicePluginFlags(CLI::App& parent, k8s::DevicePluginOptions* op
   command->add_option("--shares-per-gpu", options->shares_per_gpu, "Devices per GPU (100: one share is 1 %)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  command->add_option("--mig-strategy", options->mig_strategy,
+                      "none: MIG instances are shared under --resource-name like GPUs; mixed: each MIG profile is "
+                      "a resource of its own, fgpu.io/mig-<profile>, one device per instance (docs/mig.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "mixed"}));
   command->add_option("--plugin-dir", options->plugin_dir, "The kubelet's device-plugin directory")
       ->capture_default_str();
   command->add_option("--endpoint", options->endpoint, "This plugin's socket name in --plugin-dir")

@@ -67,4 +67,29 @@ case_refusals_health_and_kubelet_restart() {
   echo "PASS: cross-GPU shares refused, exclusive GPU's shares Unhealthy, re-registered after a kubelet restart"
 }
 
+# The mixed MIG strategy: GPU 0 shared as fgpu.io/gpu, GPU 1 in MIG mode (3g.40gb + 2 × 2g.20gb)
+# as fgpu.io/mig-3g.40gb (one device) and fgpu.io/mig-2g.20gb (two); a container given a 2g.20gb
+# device gets a slice with that whole instance and sees all of its memory.
+case_mig_mixed_strategy() {
+  require_k8s
+  printf '{"devices": [{}, {"mig": ["3g.40gb", "2g.20gb", "2g.20gb"]}]}\n' >"$SCRATCH/gpu.json"
+  start_agent
+  start_device_plugin_kubelet
+  DP_FLAGS="--mig-strategy mixed" start_device_plugin
+  count() { python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["resources"][sys.argv[2]]["devices"]))' "$DP_STATE" "$1" 2>/dev/null; }
+  wait_for 100 "the MIG resources" sh -c "[ \"\$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[\"resources\"]; print(len(r.get(\"fgpu.io/mig-2g.20gb\", {}).get(\"devices\", [])), len(r.get(\"fgpu.io/mig-3g.40gb\", {}).get(\"devices\", [])), len(r.get(\"fgpu.io/gpu\", {}).get(\"devices\", [])))' $DP_STATE 2>/dev/null)\" = '2 1 100' ]"
+  two=$(dp_state 's["resources"]["fgpu.io/mig-2g.20gb"]["devices"][0]["id"]' | tr -d '"')
+  case "$two" in MIG-*-s0) ;; *) fail "not a MIG instance's device: $two" ;; esac
+  STATUS=0
+  "$KUBELET" allocate --dir "$SCRATCH/device-plugins" --state "$DP_STATE" --resource fgpu.io/mig-2g.20gb \
+    --devices "$two" >"$SCRATCH/alloc.json" || STATUS=$?
+  [ "$STATUS" = 0 ] || fail "allocate: $(cat "$SCRATCH/alloc.json") $(cat "$SCRATCH/dp.err")"
+  agent_get /v1/slices | grep -q '"isolation":"hard"' || fail "not a whole-instance slice: $(agent_get /v1/slices)"
+  in_env "$SCRATCH/alloc.json" "$PROBE" info
+  expect_status 0
+  expect_out_contains "\"total\":$((20096 * 1048576))"
+  : "$(count fgpu.io/gpu)"
+  echo "PASS: fgpu.io/gpu for GPU 0, one resource per MIG profile, a 2g.20gb device is its whole instance"
+}
+
 run_case "$@"

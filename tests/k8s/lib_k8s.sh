@@ -198,7 +198,7 @@ start_device_plugin_kubelet() {
 
 start_device_plugin() {
   "$FGPU" k8s device-plugin --agent "unix:$AGENT_SOCKET" --plugin-dir "$SCRATCH/device-plugins" \
-    --node-config "$SCRATCH/no-node.conf" --metrics 127.0.0.1:0 >>"$SCRATCH/dp.out" 2>>"$SCRATCH/dp.err" &
+    --node-config "$SCRATCH/no-node.conf" --metrics 127.0.0.1:0 ${DP_FLAGS:-} >>"$SCRATCH/dp.out" 2>>"$SCRATCH/dp.err" &
   DP_PID=$!
   PIDS="$PIDS $DP_PID"
 }

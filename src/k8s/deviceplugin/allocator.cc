@@ -117,6 +117,7 @@ Result<CdiDevice> ShareAllocator::Allocate(const std::vector<std::string>& ids) 
   order.compute_percent = grant->compute_percent;
   order.tenant = options_.tenant;
   order.owner_uid = options_.owner_uid;
+  order.isolation = options_.isolation;
   Result<GrantedSlice> slice = agent_->Create(order);
   if (!slice.ok()) return failed(slice.status());
   const auto gpu = std::find_if(gpus->begin(), gpus->end(), [&](const PublishedGpu& g) { return g.uuid == grant->gpu_uuid; });

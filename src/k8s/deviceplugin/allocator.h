@@ -24,6 +24,8 @@ struct AllocatorOptions {
   EditsOptions edits;
   int64_t owner_uid = 0;  // the ledger's owner: the pods of this path run as this uid
   std::string tenant = "kubernetes";
+  // "hard" for a MIG profile's resource: each slice has its whole instance.
+  std::optional<std::string> isolation;
 };
 
 struct AllocatorCounters {

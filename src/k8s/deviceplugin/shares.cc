@@ -7,8 +7,26 @@
 
 namespace fgpu::k8s {
 
-SharePlan::SharePlan(int shares_per_gpu, CapacityPolicy policy)
-    : shares_(std::clamp(shares_per_gpu, 1, 100)), policy_(policy) {}
+bool ShareScope::Covers(const PublishedGpu& gpu) const {
+  switch (kind) {
+    case Kind::kWholeGpus:
+      return gpu.parent_uuid.empty();
+    case Kind::kMigProfile:
+      return !gpu.parent_uuid.empty() && gpu.mig_profile == mig_profile;
+    case Kind::kEveryGpu:
+      break;
+  }
+  return true;
+}
+
+std::string MigResourceName(const std::string& profile) {
+  std::string name = "fgpu.io/mig-" + profile;
+  std::replace(name.begin(), name.end(), '+', '.');
+  return name;
+}
+
+SharePlan::SharePlan(int shares_per_gpu, CapacityPolicy policy, ShareScope scope)
+    : shares_(std::clamp(shares_per_gpu, 1, 100)), policy_(policy), scope_(std::move(scope)) {}
 
 std::string SharePlan::IdOf(const std::string& gpu_uuid, int share) {
   return gpu_uuid + "-s" + std::to_string(share);
@@ -28,6 +46,7 @@ std::optional<std::pair<std::string, int>> SharePlan::Parse(const std::string& i
 std::vector<ShareDevice> SharePlan::Devices(const std::vector<PublishedGpu>& gpus) const {
   std::vector<ShareDevice> devices;
   for (const PublishedGpu& gpu : gpus) {
+    if (!scope_.Covers(gpu)) continue;
     const bool healthy = gpu.healthy && gpu.shareable;
     for (int share = 0; share < shares_; ++share) devices.push_back({IdOf(gpu.uuid, share), healthy, -1});
   }
@@ -79,6 +98,7 @@ Result<ShareGrant> SharePlan::Grant(const std::vector<std::string>& ids, const s
   }
   const auto gpu = std::find_if(gpus.begin(), gpus.end(), [&](const PublishedGpu& g) { return g.uuid == grant.gpu_uuid; });
   if (gpu == gpus.end()) return Status::InvalidArgument(grant.gpu_uuid + " is not a GPU of this node's agent");
+  if (!scope_.Covers(*gpu)) return Status::InvalidArgument(grant.gpu_uuid + " is not a device of this resource");
   grant.shares.assign(shares.begin(), shares.end());
   const uint64_t count = shares.size();
   const uint64_t step = std::max<uint64_t>(policy_.memory_step_bytes, 1);

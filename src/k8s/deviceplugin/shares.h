@@ -31,10 +31,24 @@ struct ShareGrant {
   uint32_t compute_percent = 0;
 };
 
+// Which of the agent's GPUs a plan advertises: every one (the `none` MIG strategy: a MIG
+// instance is shared like a GPU), the whole GPUs only, or the MIG instances of one profile (the
+// `mixed` strategy: fgpu.io/gpu for whole GPUs and one fgpu.io/mig-<profile> per profile).
+struct ShareScope {
+  enum class Kind : uint8_t { kEveryGpu, kWholeGpus, kMigProfile };
+  Kind kind = Kind::kEveryGpu;
+  std::string mig_profile{};
+
+  bool Covers(const PublishedGpu& gpu) const;
+};
+
+// "fgpu.io/mig-3g.40gb" ("+me" becomes ".me": '+' is not allowed in a resource name).
+std::string MigResourceName(const std::string& profile);
+
 class SharePlan {
  public:
   // `shares_per_gpu` in 1..100 (100: one share is 1 % of a GPU).
-  SharePlan(int shares_per_gpu, CapacityPolicy policy);
+  SharePlan(int shares_per_gpu, CapacityPolicy policy, ShareScope scope = {});
 
   // The devices ListAndWatch sends: every share of every GPU the agent lists; the shares of an
   // unhealthy or exclusive GPU are sent Unhealthy (the kubelet then stops handing them out but
@@ -58,6 +72,7 @@ class SharePlan {
  private:
   int shares_;
   CapacityPolicy policy_;
+  ShareScope scope_;
 };
 
 }  // namespace fgpu::k8s

@@ -21,6 +21,34 @@ std::vector<std::string> Ids(const std::string& uuid, int first, int count) {
   return ids;
 }
 
+// The mixed MIG strategy: fgpu.io/gpu covers whole GPUs, each profile's resource its instances,
+// one device each; an id outside a plan's scope is refused.
+TEST(SharePlanTest, ScopesSplitWholeGpusFromEachMigProfile) {
+  PublishedGpu three = Gpu("MIG-3", 1);
+  three.parent_uuid = "GPU-b";
+  three.mig_profile = "3g.40gb";
+  three.memory_bytes = 40 * kGiB;
+  PublishedGpu two = Gpu("MIG-2", 1);
+  two.parent_uuid = "GPU-b";
+  two.mig_profile = "2g.20gb";
+  const std::vector<PublishedGpu> gpus = {Gpu("GPU-a", 0), three, two};
+  EXPECT_EQ(SharePlan(100, {}).Devices(gpus).size(), 300u) << "none: instances are shared like GPUs";
+  const SharePlan whole(100, {}, {ShareScope::Kind::kWholeGpus, ""});
+  EXPECT_EQ(whole.Devices(gpus).size(), 100u);
+  const SharePlan threes(1, {}, {ShareScope::Kind::kMigProfile, "3g.40gb"});
+  const auto devices = threes.Devices(gpus);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].id, "MIG-3-s0");
+  Result<ShareGrant> grant = threes.Grant({"MIG-3-s0"}, gpus);
+  ASSERT_TRUE(grant.ok()) << grant.status().message();
+  EXPECT_EQ(grant->memory_bytes, 40 * kGiB);
+  EXPECT_EQ(grant->compute_percent, 100u);
+  EXPECT_NE(threes.Grant({"MIG-2-s0"}, gpus).status().message().find("not a device of this resource"), std::string::npos);
+  EXPECT_FALSE(whole.Grant({"MIG-3-s0"}, gpus).ok());
+  EXPECT_EQ(MigResourceName("3g.40gb"), "fgpu.io/mig-3g.40gb");
+  EXPECT_EQ(MigResourceName("1g.10gb+me"), "fgpu.io/mig-1g.10gb.me");
+}
+
 TEST(SharePlanTest, EveryGpuIsAdvertisedAsItsShares) {
   SharePlan plan(100, {});
   PublishedGpu exclusive = Gpu("GPU-b", 1);

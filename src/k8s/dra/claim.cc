@@ -30,6 +30,7 @@ void Overlay(SliceParameters* into, const SliceParameters& from) {
   if (from.compute_mode) into->compute_mode = from.compute_mode;
   if (from.tenant) into->tenant = from.tenant;
   if (from.owner_uid) into->owner_uid = from.owner_uid;
+  if (from.isolation) into->isolation = from.isolation;
 }
 
 // The parameters for `request` from the allocation's configs: the class's first, then the
@@ -39,7 +40,8 @@ std::string ForbiddenForClaims(const SliceParameters& parameters, const ClaimPol
   const std::pair<const char*, bool> fields[] = {{"tier", parameters.tier.has_value()},
                                                  {"computeMode", parameters.compute_mode.has_value()},
                                                  {"tenant", parameters.tenant.has_value()},
-                                                 {"runAsUser", parameters.owner_uid.has_value()}};
+                                                 {"runAsUser", parameters.owner_uid.has_value()},
+                                                 {"isolation", parameters.isolation.has_value()}};
   for (const auto& [name, set] : fields) {
     if (set && policy.claim_may_set.count(name) == 0) return name;
   }
@@ -145,6 +147,13 @@ Result<SliceParameters> ParseSliceParameters(const json& parameters) {
       Result<std::string> tenant = text();
       if (!tenant.ok()) return tenant.status();
       out.tenant = *tenant;
+    } else if (key == "isolation") {
+      Result<std::string> isolation = text();
+      if (!isolation.ok()) return isolation.status();
+      if (*isolation != "trusted" && *isolation != "hard") {
+        return Status::InvalidArgument("gpu.fgpu.io parameter isolation must be trusted or hard, not '" + *isolation + "'");
+      }
+      out.isolation = *isolation;
     } else if (key == "runAsUser") {
       if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > 0x7fffffff) {
         return Status::InvalidArgument("gpu.fgpu.io parameter runAsUser must be a uid");
@@ -152,7 +161,7 @@ Result<SliceParameters> ParseSliceParameters(const json& parameters) {
       out.owner_uid = value.get<int64_t>();
     } else {
       return Status::InvalidArgument("gpu.fgpu.io parameters: unknown field \"" + key +
-                                     "\" (known: apiVersion, kind, tier, computeMode, tenant, runAsUser)");
+                                     "\" (known: apiVersion, kind, tier, computeMode, tenant, runAsUser, isolation)");
     }
   }
   return out;

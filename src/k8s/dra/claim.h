@@ -23,6 +23,9 @@ struct SliceParameters {
   std::optional<std::string> compute_mode;  // "share" | "cap"
   std::optional<std::string> tenant;
   std::optional<int64_t> owner_uid;  // the uid the workload runs as, when the pod does not say
+  // "hard": the slice has its whole MIG instance (the claim must consume all of its compute);
+  // "trusted" (default): a slice beside others. docs/mig.md "Isolation classes".
+  std::optional<std::string> isolation;
 
   bool operator==(const SliceParameters&) const = default;
 };
@@ -66,7 +69,7 @@ struct ClaimAllocation {
 // namespace: so a claim may set only what the node's admin allows (`--claim-parameters`), and
 // the rest — a latency tier, another tenant, a host uid for the ledger — comes from classes.
 struct ClaimPolicy {
-  std::set<std::string> claim_may_set = {"computeMode"};  // of tier, computeMode, tenant, runAsUser
+  std::set<std::string> claim_may_set = {"computeMode"};  // of tier, computeMode, tenant, runAsUser, isolation
 };
 
 // The devices of `driver` in `pool` that `claim` (the API server's JSON) was allocated.

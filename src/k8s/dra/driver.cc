@@ -138,6 +138,24 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
     if (!gpu.ok()) return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " +
                                                   gpu.status().message());
     gpus.push_back(*gpu);
+    // Hard isolation is a whole MIG instance: the scheduler must have counted it all taken, or it
+    // would give the rest to another claim that the agent then cannot place.
+    if (device.parameters.isolation == std::optional<std::string>("hard")) {
+      std::string wrong;
+      {
+        std::lock_guard lock(mutex_);
+        const auto published = devices_.find(device.device);
+        if (published == devices_.end() || published->second.parent_uuid.empty()) {
+          wrong = "device " + device.device + " is not a MIG instance: hard isolation takes a MIG instance whole";
+        }
+      }
+      if (wrong.empty() && device.compute_percent < 100) {
+        wrong = "hard isolation takes the whole MIG instance: its claim must consume all of its compute (ask none, or 100)";
+      }
+      if (!wrong.empty()) {
+        return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " + wrong);
+      }
+    }
   }
 
   std::vector<PreparedDevice> prepared;
@@ -151,6 +169,7 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
     order.compute_percent = device.compute_percent;
     order.tier = device.parameters.tier;
     order.compute_mode = device.parameters.compute_mode;
+    order.isolation = device.parameters.isolation;
     order.tenant = device.parameters.tenant.value_or(ref.namespace_name);
     Result<int64_t> owner = OwnerOf(*claim, device.parameters);
     if (!owner.ok()) {

@@ -94,6 +94,34 @@ TEST_F(DraDriverTest, PrepareMakesASliceOfTheConsumedCapacityAndItsCdiSpec) {
   EXPECT_TRUE(std::filesystem::exists(CdiSpecPath(cdi_.string(), "uid-1")));
 }
 
+// A DeviceClass for whole MIG instances sets isolation hard: the agent is asked for the whole
+// instance; a claim that did not consume all of it, or a device that is not an instance, is
+// refused before anything is made.
+TEST_F(DraDriverTest, HardIsolationTakesAWholeMigInstanceOnly) {
+  PublishedGpu instance = testing::TestGpu("MIG-bbbb", 1, uint64_t{40} << 30);
+  instance.parent_uuid = "GPU-cccc";
+  instance.mig_profile = "3g.40gb";
+  agent_.gpus.push_back(instance);
+  const auto hard = [&](const std::string& name, const std::string& compute, const std::string& device) {
+    json claim = testing::AllocatedClaim("team-a", name, "uid-" + name, "node-a", device, "40Gi", compute);
+    claim["status"]["allocation"]["devices"]["config"] = json::array(
+        {{{"source", "FromClass"},
+          {"opaque", {{"driver", "gpu.fgpu.io"}, {"parameters", {{"isolation", "hard"}}}}}}});
+    cluster_.Add(claim);
+    return ClaimRef{"team-a", name, "uid-" + name};
+  };
+  PrepareOutcome whole = driver_->Prepare(hard("whole", "100", "mig-bbbb"));
+  ASSERT_EQ(whole.error, "");
+  ASSERT_EQ(agent_.orders.size(), 1u);
+  EXPECT_EQ(agent_.orders[0].gpu_uuid, "MIG-bbbb");
+  EXPECT_EQ(agent_.orders[0].isolation, std::optional<std::string>("hard"));
+  PrepareOutcome part = driver_->Prepare(hard("part", "50", "mig-bbbb"));
+  EXPECT_NE(part.error.find("must consume all of its compute"), std::string::npos) << part.error;
+  PrepareOutcome gpu = driver_->Prepare(hard("gpu", "100", "gpu-aaaa"));
+  EXPECT_NE(gpu.error.find("is not a MIG instance"), std::string::npos) << gpu.error;
+  EXPECT_EQ(agent_.orders.size(), 1u) << "refused claims made nothing";
+}
+
 TEST_F(DraDriverTest, PrepareIsIdempotentAcrossKubeletRetries) {
   const ClaimRef claim = Add("train", "uid-1");
   const PrepareOutcome first = driver_->Prepare(claim);

@@ -26,6 +26,8 @@ struct SliceOrder {
   uint32_t compute_percent = 100;
   std::optional<std::string> tier;
   std::optional<std::string> compute_mode;
+  // "hard": the slice has the whole MIG instance (the agent sizes it; compute_percent is not sent).
+  std::optional<std::string> isolation;
   std::string tenant;
   std::optional<int64_t> owner_uid;
   std::string namespace_name;

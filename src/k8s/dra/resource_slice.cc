@@ -19,7 +19,13 @@ json DeviceOf(const PublishedGpu& gpu, const CapacityPolicy& policy) {
       {"index", json{{"int", gpu.index}}},
       {"productName", StringAttribute(gpu.product)},
       {"migCapable", json{{"bool", gpu.mig_capable}}},
+      {"type", StringAttribute(gpu.parent_uuid.empty() ? "gpu" : "mig")},
   };
+  if (!gpu.parent_uuid.empty()) {  // a MIG instance: selected by profile, grouped by its GPU
+    attributes["migProfile"] = StringAttribute(gpu.mig_profile);
+    attributes["parentUUID"] = StringAttribute(gpu.parent_uuid);
+    attributes["migStart"] = json{{"int", gpu.mig_start}};
+  }
   if (const std::string version = SemverOf(gpu.driver_version); !version.empty()) {
     attributes["driverVersion"] = json{{"version", version}};
   }
@@ -63,6 +69,10 @@ std::string DeviceNameOf(const std::string& uuid) {
   std::string name = "gpu-";
   std::string_view rest = uuid;
   if (rest.rfind("GPU-", 0) == 0) rest.remove_prefix(4);
+  if (rest.rfind("MIG-", 0) == 0) {
+    rest.remove_prefix(4);
+    name = "mig-";
+  }
   for (char c : rest) {
     const auto lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     name += (std::isalnum(static_cast<unsigned char>(lower)) != 0) ? lower : '-';

@@ -25,6 +25,11 @@ struct PublishedGpu {
   int minor = -1;         // /dev/nvidia<minor>; -1: unknown (the index is used)
   bool healthy = true;    // an unhealthy GPU is not published
   bool shareable = true;  // false: exclusive or fenced by the agent, no new slices (not published)
+  // A MIG instance (docs/mig.md): its profile ("3g.40gb") and the GPU it is carved from; empty
+  // for a whole GPU.
+  std::string mig_profile{};
+  std::string parent_uuid{};
+  int mig_start = -1;
 
   bool operator==(const PublishedGpu&) const = default;
 };
@@ -39,7 +44,7 @@ struct CapacityPolicy {
   bool operator==(const CapacityPolicy&) const = default;
 };
 
-// "gpu-" and the UUID's hex in lower case: a DNS label that stays the device's name when
+// "gpu-" (a MIG instance: "mig-") and the UUID's hex in lower case: a DNS label that stays the device's name when
 // indices change (a GPU removed, the driver reordering them).
 std::string DeviceNameOf(const std::string& uuid);
 

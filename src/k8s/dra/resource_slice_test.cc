@@ -80,6 +80,24 @@ TEST(ResourceSliceTest, UnknownVersionsAreLeftOutRatherThanMalformed) {
   EXPECT_FALSE(device["attributes"].contains("cudaComputeCapability"));
 }
 
+TEST(ResourceSliceTest, MigInstancesAreDevicesWithTheirProfileAndGpu) {
+  PublishedGpu instance;
+  instance.uuid = "MIG-5560A2F0-04b1-31b3-4e0e-1f2eea8d1094";
+  instance.index = 1;
+  instance.memory_bytes = uint64_t{40} << 30;
+  instance.parent_uuid = "GPU-cccc";
+  instance.mig_profile = "3g.40gb";
+  instance.mig_start = 4;
+  const nlohmann::json slice = BuildResourceSlice("node-a", 1, {instance}, {});
+  const nlohmann::json& device = slice["spec"]["devices"][0];
+  EXPECT_EQ(device["name"], "mig-5560a2f0-04b1-31b3-4e0e-1f2eea8d1094");
+  EXPECT_EQ(device["attributes"]["type"]["string"], "mig");
+  EXPECT_EQ(device["attributes"]["migProfile"]["string"], "3g.40gb");
+  EXPECT_EQ(device["attributes"]["parentUUID"]["string"], "GPU-cccc");
+  EXPECT_EQ(device["attributes"]["migStart"]["int"], 4);
+  EXPECT_EQ(device["capacity"]["memory"]["value"], "40Gi");
+}
+
 TEST(ResourceSliceTest, DeviceNamesAreDnsLabels) {
   EXPECT_EQ(DeviceNameOf("GPU-8F2C1D2E-0000-1111-2222-333344445555"), "gpu-8f2c1d2e-0000-1111-2222-333344445555");
   const std::string odd = DeviceNameOf("GPU-" + std::string(80, 'A') + "_x");

@@ -20,7 +20,11 @@ GrantedSlice GrantedOf(const api::Slice& slice) {
 Result<GrantedSlice> AgentAdapter::Create(const SliceOrder& order) {
   api::SliceRequest request;
   request.memory_bytes = order.memory_bytes;
-  request.compute = order.compute_percent;
+  if (order.isolation && *order.isolation != "trusted") {
+    request.isolation = order.isolation;  // the whole instance: its memory and compute are the agent's to size
+  } else {
+    request.compute = order.compute_percent;
+  }
   request.compute_mode = order.compute_mode;
   request.tier = order.tier;
   if (!order.tenant.empty()) request.tenant = order.tenant;
@@ -78,6 +82,9 @@ Result<std::vector<PublishedGpu>> AgentAdapter::Gpus() {
     entry.mig_capable = gpu.mig_capable;
     entry.minor = gpu.minor_number;
     entry.shareable = !gpu.exclusive && gpu.fenced.empty();
+    entry.mig_profile = gpu.mig_profile;
+    entry.parent_uuid = gpu.parent_uuid;
+    entry.mig_start = gpu.mig_start;
     published.push_back(std::move(entry));
   }
   return published;
