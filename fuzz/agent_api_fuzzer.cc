@@ -70,8 +70,20 @@ struct Agent {
     fgpu::Result<std::unique_ptr<agent::Store>> opened = agent::Store::Open(dir + "/state.db");
     Expect(opened.ok(), "Store::Open:", opened.status().message());
     store = std::move(*opened);
+    // Two shared GPUs, one of the exclusive class, one in MIG mode with two instances (docs/mig.md).
     std::vector<agent::GpuState> gpus = {{0, "GPU-aaaa", "H100", kGpuMemory, 0, 0},
-                                         {1, "GPU-bbbb", "H100", kGpuMemory, 0, 0}};
+                                         {1, "GPU-bbbb", "H100", kGpuMemory, 0, 0},
+                                         {2, "GPU-cccc", "H100", kGpuMemory, 0, 0},
+                                         {3, "GPU-dddd", "H100", kGpuMemory, 0, 0},
+                                         {3, "MIG-eeee", "H100 MIG 3g.40gb", kGpuMemory / 2, 0, 0},
+                                         {3, "MIG-ffff", "H100 MIG 2g.20gb", kGpuMemory / 4, 0, 0}};
+    gpus[2].isolation = agent::IsolationClass::kExclusive;
+    for (size_t i = 3; i < gpus.size(); ++i) gpus[i].isolation = agent::IsolationClass::kMig;
+    gpus[4].parent_uuid = gpus[5].parent_uuid = "GPU-dddd";
+    gpus[4].mig_profile = "3g.40gb";
+    gpus[5].mig_profile = "2g.20gb";
+    gpus[4].mig_start = 0;
+    gpus[5].mig_start = 4;
     service = std::make_unique<agent::SliceService>(store.get(), gpus, dir + "/slices",
                                                     [](const agent::SliceRecord&) { return uint64_t{0}; });
     const fgpu::Status restored = service->Restore();
@@ -219,14 +231,20 @@ void CheckRooms(const Agent& agent) {
     Expect(slice.compute_share >= 1 && slice.compute_share <= 100, "a slice's share", slice.id);
     Expect(slice.memory_bytes >= 1, "a slice without memory", slice.id);
   }
+  const std::map<std::string, uint64_t> memory_of = {{"GPU-aaaa", kGpuMemory},
+                                                    {"GPU-bbbb", kGpuMemory},
+                                                    {"GPU-cccc", kGpuMemory},
+                                                    {"MIG-eeee", kGpuMemory / 2},
+                                                    {"MIG-ffff", kGpuMemory / 4}};
   for (const auto& [gpu, totals] : booked) {
-    Expect(gpu == "GPU-aaaa" || gpu == "GPU-bbbb", "a slice on an unknown GPU", gpu);
-    Expect(totals.first <= kGpuMemory, "a GPU booked past its memory", gpu);
+    const auto target = memory_of.find(gpu);
+    Expect(target != memory_of.end(), "a slice on an unknown GPU or on a GPU in MIG mode itself", gpu);
+    Expect(totals.first <= target->second, "a GPU booked past its memory", gpu);
     Expect(totals.second <= 100, "a GPU booked past 100 % compute", gpu);
   }
 }
 
-// Back to two empty, shared GPUs and an empty queue, as an admin would undo the input.
+// Back to empty GPUs out of exclusive mode and an empty queue, as an admin would undo the input.
 void Reset(Agent& agent, const Session& session) {
   net::HttpRequest request;
   request.peer = PeerNamed("root");
@@ -246,7 +264,7 @@ void Reset(Agent& agent, const Session& session) {
   Expect(agent.service->List().empty(), "slices left after deleting every slice and ticket");
   request.method = "PUT";
   request.body = R"({"exclusive":false})";
-  for (const char* gpu : {"0", "1"}) {
+  for (const char* gpu : {"0", "1", "2", "3", "MIG-eeee", "MIG-ffff"}) {
     request.path = std::string("/v1/gpus/") + gpu;
     Expect(Call(agent, request).status == 200, "cannot share a GPU again");
   }

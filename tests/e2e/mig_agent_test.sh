@@ -50,6 +50,27 @@ instance_uuid() {
       /"uuid":/ && mine { if (++seen == nth) { gsub(/[",]/, "", $2); print $2; exit } mine = 0 }'
 }
 
+# start_holder DEVICE BYTES HOLD_MS [FGPU RUN FLAGS...]: a workload allocating BYTES in a 10 GiB
+# slice on DEVICE for HOLD_MS, in the background; its pid in $HOLDER_PID, its slice in $SLICE.
+start_holder() {
+  device=$1 bytes=$2 hold=$3
+  shift 3
+  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$device" "$@" -- "$PROBE" alloc --bytes "$bytes" \
+    --hold-ms "$hold" >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
+  HOLDER_PID=$!
+  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
+  grep -q '"result":"CUDA_SUCCESS"' "$SCRATCH/holder.out" || fail "the holder did not allocate: $(cat "$SCRATCH/holder.err")"
+  SLICE=$(sed -n 's/^fgpu run: slice \([^ ]*\) on .*/\1/p' "$SCRATCH/holder.err")
+  [ -n "$SLICE" ] || fail "no slice for the holder: $(cat "$SCRATCH/holder.err")"
+}
+
+# stop_holder: ends the workload; its slice goes with it (fgpu run's slices are released on exit).
+stop_holder() {
+  kill "$HOLDER_PID" 2>/dev/null
+  wait "$HOLDER_PID" 2>/dev/null
+  HOLDER_PID=
+}
+
 # probe_total_mem: total_mem from the probe's info line in $OUT.
 probe_total_mem() {
   echo "$OUT" | sed -n 's/.*"total_mem":\([0-9]*\).*/\1/p' | head -n 1
@@ -74,11 +95,7 @@ $OUT"
   expect_out_contains "CUDA_ERROR_OUT_OF_MEMORY"
   # While one holds 9 GiB in its slice there, the 2g.20gb beside it keeps its whole memory, and
   # a slice on the shared GPU 0 is capped as ever.
-  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" alloc --bytes 9GiB --hold-ms 20000 \
-    >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
-  HOLDER_PID=$!
-  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
-  grep -q '"result":"CUDA_SUCCESS"' "$SCRATCH/holder.out" || fail "the holder did not allocate: $(cat "$SCRATCH/holder.err")"
+  start_holder "$THREE" 9GiB 20000
   run_fgpu run --agent "$SOCKET" --memory 19GiB --device "$TWO" -- "$PROBE" alloc --bytes 18GiB
   expect_status 0
   run_fgpu run --agent "$SOCKET" --memory 4GiB --device 0 -- "$PROBE" info
@@ -110,12 +127,7 @@ case_hard_isolation_takes_an_instance_whole() {
 case_reconfiguration_waits_for_the_slice_in_the_way() {
   start_agent '"3g.40gb", "2g.20gb", "2g.20gb"'
   THREE=$(instance_uuid 3g.40gb)
-  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" alloc --bytes 1GiB --hold-ms 60000 \
-    >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
-  HOLDER_PID=$!
-  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
-  SLICE=$(sed -n 's/^fgpu run: slice \([^ ]*\) on .*/\1/p' "$SCRATCH/holder.err")
-  [ -n "$SLICE" ] || fail "no slice for the holder: $(cat "$SCRATCH/holder.err")"
+  start_holder "$THREE" 1GiB 60000
   # The admin asks for one 7g.80gb: the 3g.40gb holds a slice, so nothing changes and status says why.
   stop_agent
   start_agent '"7g.80gb"'
@@ -130,9 +142,7 @@ case_reconfiguration_waits_for_the_slice_in_the_way() {
   sleep 1.5
   if grep -q "warn unattributed" "$SCRATCH/agent.err"; then fail "a slice's process in a MIG instance is unattributed: $(cat "$SCRATCH/agent.err")"; fi
   # Once the workload ends its slice is released; the next start applies the geometry.
-  kill "$HOLDER_PID" 2>/dev/null
-  wait "$HOLDER_PID" 2>/dev/null
-  HOLDER_PID=
+  stop_holder
   for _ in $(seq 100); do
     run_fgpu slice list --agent "$SOCKET"
     [ "$OUT" = "no slices" ] && break
@@ -155,12 +165,7 @@ case_reload_drains_then_applies() {
   start_agent '"3g.40gb", "2g.20gb", "2g.20gb"'
   THREE=$(instance_uuid 3g.40gb)
   TWO=$(instance_uuid 2g.20gb)
-  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$THREE" -- "$PROBE" alloc --bytes 1GiB --hold-ms 60000 \
-    >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
-  HOLDER_PID=$!
-  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
-  SLICE=$(sed -n 's/^fgpu run: slice \([^ ]*\) on .*/\1/p' "$SCRATCH/holder.err")
-  [ -n "$SLICE" ] || fail "no slice for the holder: $(cat "$SCRATCH/holder.err")"
+  start_holder "$THREE" 1GiB 60000
   # Keep the 3g.40gb and one 2g.20gb, turn the other 2g.20gb and the rest into 1g.10gb: the busy
   # instance stays, so this applies at once.
   printf '{"gpus": [{"gpu": "1", "isolation": "mig", "drain": true, "mig": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]}]}\n' \
@@ -190,9 +195,7 @@ case_reload_drains_then_applies() {
   expect_status 1
   expect_err_contains "takes no new slices for now (draining for a MIG reconfiguration)"
   # The workload ends; its slice is released; the geometry follows without a restart.
-  kill "$HOLDER_PID" 2>/dev/null
-  wait "$HOLDER_PID" 2>/dev/null
-  HOLDER_PID=
+  stop_holder
   for _ in $(seq 100); do
     run_fgpu status --agent "$SOCKET"
     case "$OUT" in *"mig 7g.80gb@0"*) break ;; esac
@@ -239,12 +242,7 @@ case_dashboard_shows_instances_and_their_slices() {
   PORT=$(sed -n 's|.*serving http://127\.0\.0\.1:\([0-9]*\) .*|\1|p' "$SCRATCH/agent.out")
   [ -n "$PORT" ] || fail "no TCP port in: $(cat "$SCRATCH/agent.out")"
   THREE=$(instance_uuid 3g.40gb)
-  "$FGPU" run --agent "$SOCKET" --memory 10GiB --tenant team-mig --device "$THREE" -- "$PROBE" alloc --bytes 1GiB \
-    --hold-ms 30000 >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
-  HOLDER_PID=$!
-  for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
-  SLICE=$(sed -n 's/^fgpu run: slice \([^ ]*\) on .*/\1/p' "$SCRATCH/holder.err")
-  [ -n "$SLICE" ] || fail "no slice for the holder: $(cat "$SCRATCH/holder.err")"
+  start_holder "$THREE" 1GiB 30000 --tenant team-mig
   DOM=$(timeout 40 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
     --user-data-dir="$SCRATCH/chromium-profile" --virtual-time-budget=3000 --dump-dom "http://127.0.0.1:$PORT/" \
     2>"$SCRATCH/chromium.err") || fail "chromium failed: $(tail -n 20 "$SCRATCH/chromium.err")"
