@@ -254,6 +254,13 @@ int RunAgent(const AgentOptions& options) {
   slices.SetUsageRetention(config->usage_retention_ms);
   slices.PruneMembers();  // the cgroups of slices a killed agent left empty
   MigManager mig(nvml->get(), &slices);
+  if (node->managed && !sealed_boards) {  // an instance made later needs its board file too
+    mig.SetOnInstances([&compute_dir](const std::vector<GpuState>& instances) {
+      if (Status boards = PrepareBoards(compute_dir, instances); !boards.ok()) {
+        Log(LogLevel::kError, "mig", {{"reason", boards.message()}});
+      }
+    });
+  }
   mig.Configure(config->gpus);  // each MIG GPU to its geometry, where no slice is in the way
   std::unique_ptr<BoardRegistry> boards;
   std::unique_ptr<BoardServer> board_server;

@@ -18,31 +18,39 @@ uint64_t SliceKeyOf(const std::string& dir) {
   return compute::SliceKey(::realpath(dir.c_str(), resolved) != nullptr ? resolved : dir.c_str());
 }
 
+Result<BoardRegistry::Gpu> BoardRegistry::OpenGpu(const std::string& uuid, const std::vector<pid_t>& candidates,
+                                                   uid_t owner) {
+  Gpu gpu;
+  std::optional<compute::SealedPair> pair = RecoverSealedPair(uuid, candidates, owner);
+  gpu.recovered = pair.has_value();
+  if (!pair) {
+    Result<compute::SealedPair> made = compute::CreateSealedPair(uuid);
+    if (!made.ok()) return Status::Unavailable("the compute board of " + uuid + ": " + made.status().message());
+    pair = *made;
+  }
+  gpu.own = *pair;
+  Result<compute::Board*> board =
+      compute::Board::Map(gpu.own.board, gpu.own.policy, uuid, compute::MapOptions{.writable_policy = true, .owner = owner});
+  Result<int> read_only = board.ok() ? compute::ReopenReadOnly(gpu.own.policy) : Result<int>(board.status());
+  if (!board.ok() || !read_only.ok()) {
+    if (board.ok()) delete *board;
+    compute::ClosePair(&gpu.own);
+    return Status::Unavailable("the compute board of " + uuid + ": " +
+                               (board.ok() ? read_only.status() : board.status()).message());
+  }
+  gpu.board.reset(*board);
+  gpu.policy_read_only = *read_only;
+  return gpu;
+}
+
 Result<std::unique_ptr<BoardRegistry>> BoardRegistry::Open(const std::vector<std::string>& gpu_uuids,
                                                            const std::vector<pid_t>& candidates, uid_t owner) {
   std::unique_ptr<BoardRegistry> registry(new BoardRegistry());
+  registry->owner_ = owner;
   for (const std::string& uuid : gpu_uuids) {
-    Gpu gpu;
-    std::optional<compute::SealedPair> pair = RecoverSealedPair(uuid, candidates, owner);
-    gpu.recovered = pair.has_value();
-    if (!pair) {
-      Result<compute::SealedPair> made = compute::CreateSealedPair(uuid);
-      if (!made.ok()) return Status::Unavailable("the compute board of " + uuid + ": " + made.status().message());
-      pair = *made;
-    }
-    gpu.own = *pair;
-    Result<compute::Board*> board =
-        compute::Board::Map(gpu.own.board, gpu.own.policy, uuid, compute::MapOptions{.writable_policy = true, .owner = owner});
-    Result<int> read_only = board.ok() ? compute::ReopenReadOnly(gpu.own.policy) : Result<int>(board.status());
-    if (!board.ok() || !read_only.ok()) {
-      if (board.ok()) delete *board;
-      compute::ClosePair(&gpu.own);
-      return Status::Unavailable("the compute board of " + uuid + ": " +
-                                 (board.ok() ? read_only.status() : board.status()).message());
-    }
-    gpu.board.reset(*board);
-    gpu.policy_read_only = *read_only;
-    registry->gpus_.emplace(uuid, std::move(gpu));
+    Result<Gpu> gpu = OpenGpu(uuid, candidates, owner);
+    if (!gpu.ok()) return gpu.status();
+    registry->gpus_.emplace(uuid, std::move(*gpu));
   }
   return registry;
 }
@@ -99,7 +107,15 @@ void BoardRegistry::Observe(const SliceRecord& slice, bool gone) {
     held_.erase(held);
     return;
   }
-  if (gpus_.count(slice.gpu_uuid) == 0) return;
+  if (gpus_.count(slice.gpu_uuid) == 0) {  // a MIG instance made after the start: its board now
+    Result<Gpu> gpu = OpenGpu(slice.gpu_uuid, {}, owner_);
+    if (!gpu.ok()) {
+      std::cerr << "fgpu agent: " << gpu.status().message() << ": slice " << slice.id
+                << "'s workloads run with compute shares unenforced" << std::endl;
+      return;
+    }
+    gpus_.emplace(slice.gpu_uuid, std::move(*gpu));
+  }
   PlaceLocked(slice, held == held_.end() ? SliceKeyOf(slice.dir) : 0);
 }
 

@@ -11,7 +11,8 @@
 //   recorded slice's on that GPU stays where it is (live processes know their row by index) with
 //   the record's share, mode and tier; a row of no record is freed; a record without a row gets
 //   one. Returns one line per change worth logging.
-// - Observe(slice, gone) is SliceService's observer: a created slice gets a free row of its GPU's
+// - Observe(slice, gone) is SliceService's observer (a GPU it has not seen — a MIG instance made
+//   after the start, docs/mig.md — gets a new pair first): a created slice gets a free row of its GPU's
 //   table (key = compute::SliceKey of its directory's realpath, the identity the interposer
 //   uses; the board row's dynamic state reset), a resized one its new share, mode and tier, a
 //   deleted one's row is freed. A freed row is reused last (policy_table.h FreeRowIndex). With no
@@ -74,9 +75,12 @@ class BoardRegistry {
   };
 
   BoardRegistry() = default;
+  // GPU `uuid`'s pair: recovered from `candidates`, else new; mapped with the policy writable.
+  static Result<Gpu> OpenGpu(const std::string& uuid, const std::vector<pid_t>& candidates, uid_t owner);
   // Gives `slice` a row on its GPU, or updates the one it holds. Under mutex_.
   void PlaceLocked(const SliceRecord& slice, uint64_t key);
 
+  uid_t owner_ = 0;
   mutable std::mutex mutex_;
   std::map<std::string, Gpu> gpus_;   // by uuid
   std::map<std::string, Held> held_;  // by slice id

@@ -152,6 +152,23 @@ TEST_F(BoardRegistryTest, AGpuHoldsNoMoreSlicesThanItsBoardHasRows) {
   EXPECT_EQ(placed->gpu_uuid, kGpuB);
 }
 
+// A GPU the registry was not opened with — a MIG instance the agent made after its start — gets a
+// pair when its first slice arrives, and its slices their rows.
+TEST_F(BoardRegistryTest, AGpuSeenLaterGetsItsBoardWithItsFirstSlice) {
+  EXPECT_FALSE(registry_->Handout("MIG-cccc").has_value());
+  SliceRecord slice;
+  slice.id = "s90";
+  slice.gpu_uuid = "MIG-cccc";
+  slice.dir = dir_ + "/slices/s90";
+  slice.compute_share = 40;
+  registry_->Observe(slice, /*gone=*/false);
+  EXPECT_TRUE(registry_->Handout("MIG-cccc").has_value());
+  ASSERT_GE(registry_->RowOf("s90"), 0);
+  EXPECT_EQ(registry_->BoardOf("MIG-cccc")->policy_entry(registry_->RowOf("s90"))->share, 40u);
+  registry_->Observe(slice, /*gone=*/true);
+  EXPECT_EQ(registry_->RowOf("s90"), -1);
+}
+
 TEST_F(BoardRegistryTest, TheHandoutIsTheBoardAndAReadOnlyPolicy) {
   const std::optional<compute::SealedPair> fds = registry_->Handout(kGpuA);
   ASSERT_TRUE(fds.has_value());

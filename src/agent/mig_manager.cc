@@ -161,6 +161,7 @@ Status MigManager::Apply(const Wanted& wanted, const mig::ModelInfo& model, cons
   // Whatever the GPU has now is placed on, even after a failed step.
   Result<std::vector<GpuState>> after = InstancesOf(*nvml_, gpu);
   if (!after.ok()) return after.status();
+  if (on_instances_) on_instances_(*after);
   if (Status bound = slices_->SetMigInstances(gpu.uuid, *after); !bound.ok() && result.ok()) result = bound;
   return result;
 }

@@ -15,6 +15,7 @@
 // - Thread-safe (one mutex); NVML calls are made under it, never under SliceService's lock.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -30,6 +31,11 @@ class MigManager {
   MigManager(const NvmlClient* nvml, SliceService* slices) : nvml_(nvml), slices_(slices) {}
 
   void Configure(const std::vector<GpuClassConfig>& classes);
+  // Told of a GPU's instances after its geometry changed (the agent makes their compute board
+  // files on a managed node without a board socket).
+  void SetOnInstances(std::function<void(const std::vector<GpuState>&)> on_instances) {
+    on_instances_ = std::move(on_instances);
+  }
   // Applies the geometries whose drains have finished.
   void Tick();
   // GPUs waiting for their instances to empty.
@@ -51,6 +57,7 @@ class MigManager {
 
   const NvmlClient* nvml_;
   SliceService* slices_;
+  std::function<void(const std::vector<GpuState>&)> on_instances_;
   mutable std::mutex mutex_;
   std::vector<Wanted> pending_;
 };
