@@ -215,6 +215,14 @@ case_reload_drains_then_applies() {
   run_fgpu status --agent "$SOCKET"
   expect_out_contains "mig 7g.80gb@0"
   kill -0 "$AGENT_PID" 2>/dev/null || fail "a bad reload stopped the agent"
+  # A GPU's class is fixed at start: a reload that changes it says so and changes nothing.
+  printf '{"gpus": [{"gpu": "0", "isolation": "exclusive"}, {"gpu": "1", "isolation": "mig", "mig": ["7g.80gb"]}]}\n' \
+    >"$SCRATCH/agent.json"
+  kill -HUP "$AGENT_PID"
+  for _ in $(seq 50); do grep -q "class changes only with a restart" "$SCRATCH/agent.err" && break; sleep 0.1; done
+  grep -q "class changes only with a restart" "$SCRATCH/agent.err" || fail "the class change is not reported"
+  run_fgpu run --agent "$SOCKET" --memory 1GiB --device 0 -- "$PROBE" info
+  expect_status 0
   : "$TWO"
 }
 
