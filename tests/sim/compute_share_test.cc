@@ -177,7 +177,14 @@ TEST_F(ComputeShares, CapModeAloneHoldsItsShareInEveryWindow) {
     ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
     const std::vector<double> windows = Windows(run);
     ASSERT_FALSE(windows.empty());
-    for (std::size_t i = 0; i < windows.size(); ++i) EXPECT_NEAR(windows[i], 50, 5) << "window " << i;
+    // Every window near the cap, and their mean within 2 points: a window measured while the
+    // 2-core CI machine runs other tests beside it was seen 5.2 points over (100 us kernels).
+    double sum = 0;
+    for (std::size_t i = 0; i < windows.size(); ++i) {
+      EXPECT_NEAR(windows[i], 50, 7) << "window " << i;
+      sum += windows[i];
+    }
+    EXPECT_NEAR(sum / static_cast<double>(windows.size()), 50, 2);
   }
 }
 
