@@ -219,16 +219,6 @@ int RunAgent(const AgentOptions& options) {
   // Each GPU's isolation class; a MIG GPU's instances are placement targets of their own.
   gpus = SetUpGpus(**nvml, std::move(*gpus), config->gpus);
   if (!gpus.ok()) return Fail(options.config + ": " + gpus.status().message());
-  for (const GpuClassConfig& wanted : config->gpus) {  // a geometry that cannot be stops the start
-    const auto gpu = std::find_if(gpus->begin(), gpus->end(), [&](const GpuState& g) {
-      return g.parent_uuid.empty() && (g.uuid == wanted.gpu || std::to_string(g.index) == wanted.gpu);
-    });
-    const mig::ModelInfo* model = gpu == gpus->end() ? nullptr : mig::ModelOfProduct(gpu->name, gpu->memory_total);
-    if (model == nullptr || wanted.mig.empty()) continue;
-    if (Result<TargetChoice> valid = ChooseTarget(*model, wanted.mig, {}, nullptr); !valid.ok()) {
-      return Fail(options.config + ": gpus: GPU " + gpu->uuid + ": " + valid.status().message());
-    }
-  }
   Result<slice::NodePolicy> node = slice::LoadNodePolicy(std::getenv(slice::kNodeConfigEnv));
   if (!node.ok()) return Fail("the node configuration: " + node.status().message());
   if (Status fits = CheckNodePolicy(*node, *state_dir + "/slices"); !fits.ok()) return Fail(fits.message());

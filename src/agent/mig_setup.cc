@@ -143,6 +143,12 @@ Result<std::vector<GpuState>> SetUpGpus(const NvmlClient& nvml, std::vector<GpuS
       return Status::InvalidArgument("gpus: GPU " + gpus[*at].uuid + " is listed twice (by index and by UUID)");
     }
     gpus[*at].isolation = config.isolation;
+    // A geometry that cannot be stops the start before anything on the GPU changes.
+    const mig::ModelInfo* model = mig::ModelOfProduct(gpus[*at].name, gpus[*at].memory_total);
+    if (model == nullptr || config.mig.empty()) continue;
+    if (Result<TargetChoice> valid = ChooseTarget(*model, config.mig, {}, nullptr); !valid.ok()) {
+      return Status::InvalidArgument("gpus: GPU " + gpus[*at].uuid + ": " + valid.status().message());
+    }
   }
   // A GPU the configuration does not name but an admin put in MIG mode can only be used through
   // its instances: it is of the mig class, its instances kept as they are.

@@ -8,8 +8,9 @@
 //   as many busy instances, then as many others, where they are as can be; the busy instances it
 //   cannot keep are `displaced`. InvalidArgument for an unknown profile or a mix no valid
 //   geometry holds.
-// - SetUpGpus: a selector naming no GPU, or a mig class on a GPU without MIG, is InvalidArgument
-//   (the agent does not start: a misconfigured isolation is not lifted silently). A GPU of the
+// - SetUpGpus: a selector naming no GPU, a mig class on a GPU without MIG, or a geometry that no
+//   valid placement holds is InvalidArgument, before any GPU is changed (the agent does not
+//   start: a misconfigured isolation is not lifted silently). A GPU of the
 //   mig class gets MIG mode (pending: no instances, and `mig_note` says why); a GPU the
 //   configuration does not name but that is in MIG mode is of the mig class. Returns every
 //   placement target: each whole GPU (a MIG GPU too: it takes no slice itself) followed by its

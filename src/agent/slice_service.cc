@@ -214,8 +214,18 @@ Status ValidateGovernance(const Governance& governance) {
 
 namespace {
 
+// A node of GPU `parent` (in MIG mode) that holds no instance: no UUID, no memory.
+GpuState UnboundSlot(int index, const std::string& parent, int minor) {
+  GpuState slot;
+  slot.index = index;
+  slot.isolation = IsolationClass::kMig;
+  slot.parent_uuid = parent;
+  slot.minor = minor;
+  return slot;
+}
+
 // Each GPU in MIG mode gets as many nodes as it can have instances (7): its instances' and
-// unbound ones (no UUID, no memory) that a geometry change binds (SetMigInstances).
+// unbound ones that a geometry change binds (SetMigInstances).
 std::vector<GpuState> WithMigSlots(std::vector<GpuState> gpus) {
   std::vector<GpuState> slotted;
   for (size_t i = 0; i < gpus.size(); ++i) {
@@ -228,12 +238,7 @@ std::vector<GpuState> WithMigSlots(std::vector<GpuState> gpus) {
       ++instances;
     }
     for (size_t k = instances; k < static_cast<size_t>(mig::kComputeSlices); ++k) {
-      GpuState slot;
-      slot.index = parent.index;
-      slot.isolation = IsolationClass::kMig;
-      slot.parent_uuid = parent.uuid;
-      slot.minor = parent.minor;
-      slotted.push_back(std::move(slot));
+      slotted.push_back(UnboundSlot(parent.index, parent.uuid, parent.minor));
     }
   }
   return slotted;
@@ -1326,17 +1331,12 @@ Status SliceService::SetMigInstances(const std::string& parent, const std::vecto
   }
   for (size_t node : going) {
     GpuState& gpu = gpus_[node];
-    if (Status empty = scheduler_->Reshape(static_cast<sched::NodeId>(node), gpu.parent_uuid + "/slot-" + std::to_string(node), 0);
-        !empty.ok()) {
+    GpuState slot = UnboundSlot(gpu.index, parent, gpu.minor);
+    if (Status empty = scheduler_->Reshape(static_cast<sched::NodeId>(node), NodeNameOf(slot, node), 0); !empty.ok()) {
       return Status::ResourceExhausted("the " + gpu.mig_profile + " instance " + gpu.uuid + " is held for a slice being made");
     }
     fenced_.erase(gpu.uuid);
     exclusive_.erase(gpu.uuid);
-    GpuState slot;
-    slot.index = gpu.index;
-    slot.isolation = IsolationClass::kMig;
-    slot.parent_uuid = parent;
-    slot.minor = gpu.minor;
     gpu = std::move(slot);
     (void)scheduler_->SetCordoned(static_cast<sched::NodeId>(node), false);
   }

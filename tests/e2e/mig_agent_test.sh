@@ -71,6 +71,16 @@ stop_holder() {
   HOLDER_PID=
 }
 
+# status_until TEXT: `fgpu status` (in $OUT) until it shows TEXT, for up to 10 s; fails if it never does.
+status_until() {
+  for _ in $(seq 100); do
+    run_fgpu status --agent "$SOCKET"
+    case "$OUT" in *"$1"*) return 0 ;; esac
+    sleep 0.1
+  done
+  expect_out_contains "$1"
+}
+
 # probe_total_mem: total_mem from the probe's info line in $OUT.
 probe_total_mem() {
   echo "$OUT" | sed -n 's/.*"total_mem":\([0-9]*\).*/\1/p' | head -n 1
@@ -182,12 +192,7 @@ case_reload_drains_then_applies() {
   # Now one 7g.80gb: the 3g.40gb is in the way, so it drains.
   printf '{"gpus": [{"gpu": "1", "isolation": "mig", "drain": true, "mig": ["7g.80gb"]}]}\n' >"$SCRATCH/agent.json"
   kill -HUP "$AGENT_PID"
-  for _ in $(seq 50); do
-    run_fgpu status --agent "$SOCKET"
-    case "$OUT" in *"draining for the configured geometry (7g.80gb)"*) break ;; esac
-    sleep 0.1
-  done
-  expect_out_contains "draining for the configured geometry (7g.80gb): the 3g.40gb instance at memory slice"
+  status_until "draining for the configured geometry (7g.80gb): the 3g.40gb instance at memory slice"
   expect_out_contains "holds slice $SLICE"
   # The idle instances are not destroyed yet either: the geometry changes in one go.
   expect_out_contains "mig 2g.20gb@"
@@ -196,12 +201,7 @@ case_reload_drains_then_applies() {
   expect_err_contains "takes no new slices for now (draining for a MIG reconfiguration)"
   # The workload ends; its slice is released; the geometry follows without a restart.
   stop_holder
-  for _ in $(seq 100); do
-    run_fgpu status --agent "$SOCKET"
-    case "$OUT" in *"mig 7g.80gb@0"*) break ;; esac
-    sleep 0.1
-  done
-  expect_out_contains "mig 7g.80gb@0"
+  status_until "mig 7g.80gb@0"
   case "$OUT" in *"draining"* | *"not applied"*) fail "a note is left after the drain: $OUT" ;; esac
   run_fgpu run --agent "$SOCKET" --isolation hard --memory 70GiB -- "$PROBE" info
   expect_status 0
