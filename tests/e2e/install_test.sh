@@ -22,7 +22,21 @@ grep -q '^\.TH' "$PREFIX/share/man/man1/fgpu.1" || fail "the man page has no .TH
 [ ! -e "$PREFIX/etc/fgpu/node.conf" ] || fail "an active node.conf was installed (it makes the node managed)"
 "$PREFIX/bin/fgpu" version >/dev/null || fail "the installed fgpu does not run"
 # The demo finds <prefix>/bin from <prefix>/share/fgpu and the simulated driver beside it.
-ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0} FGPU_DEMO_SECONDS=3 \
-  bash "$PREFIX/share/fgpu/agent-demo" >"$SCRATCH/demo.log" 2>&1 || fail "the installed demo failed:
+run_demo() {
+  ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0} FGPU_DEMO_SECONDS=3 \
+    bash "$PREFIX/share/fgpu/agent-demo" >"$SCRATCH/demo.log" 2>&1
+}
+# A 3-second wall-clock share can fall short on a loaded machine (CI once saw training at 44 % of
+# a 50 % share, its latency neighbour's p99 at 25 ms: the host, not the GPU, stalled). One rerun
+# when the only misses are measured shares; a layout or cap failure fails at once.
+if ! run_demo; then
+  misses=$(grep -c "FAILED" "$SCRATCH/demo.log")
+  share_misses=$(grep "FAILED" "$SCRATCH/demo.log" | grep -c "GPU busy")
+  [ "$misses" -gt 0 ] && [ "$misses" = "$share_misses" ] || fail "the installed demo failed:
 $(cat "$SCRATCH/demo.log")"
+  echo "the demo's measured shares fell short once; rerunning it:"
+  grep "FAILED" "$SCRATCH/demo.log"
+  run_demo || fail "the installed demo failed twice:
+$(cat "$SCRATCH/demo.log")"
+fi
 grep -q "all four ran together within their caps" "$SCRATCH/demo.log" || fail "$(cat "$SCRATCH/demo.log")"
