@@ -268,6 +268,7 @@ int RunAgent(const AgentOptions& options) {
   Api api(&slices, *nvml, compute_dir);
   api.SetWorkloadEnvironment({options.workload_preload, options.workload_env});
   api.SetStopLoss(&stop_loss);
+  api.SetMig(&mig);
   api.SetAccess(std::make_shared<Access>(config->access));
   net::HttpServer::Options server_options;
   server_options.max_body = 64 * 1024;  // the API's bodies are a few hundred bytes

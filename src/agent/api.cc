@@ -192,6 +192,8 @@ Result<CreateRequest> CreateRequestOf(const api::SliceRequest& body) {
     if (!isolation) return Status::InvalidArgument("isolation must be trusted, hard or exclusive");
     request.isolation = *isolation;
   }
+  request.mig_profile = body.mig_profile;
+  request.mig_start = body.mig_start;
   request.gang = body.gang.value_or("");
   request.gang_size = body.gang_size.value_or(0);
   if (body.owner) {
@@ -408,7 +410,7 @@ net::HttpResponse Api::ListGpus() {
                             room.memory_reserved, room.compute_reserved, room.exclusive, room.fenced, room.slices,
                             room.gpu.compute_capability, room.gpu.driver_version, room.gpu.mig_capable,
                             room.gpu.minor, std::string(ToString(room.gpu.isolation)), room.gpu.parent_uuid,
-                            room.gpu.mig_profile, room.gpu.mig_start, room.gpu.mig_note});
+                            room.gpu.mig_profile, room.gpu.mig_start, room.gpu.mig_note, room.gpu.mig_dynamic});
   }
   return Json(200, api::ToJson(gpus));
 }
@@ -498,7 +500,9 @@ net::HttpResponse Api::CreateSlice(const net::HttpRequest& request, const Caller
     if (Status allowed = access_->MayCreate(caller, *create, held); !allowed.ok()) return ErrorOf(allowed);
     create->max_share = access_->RuleFor(owner).max_compute;
   }
-  Result<QueueStatus> outcome = slices_->CreateOrQueue(*create, request.peer);
+  // Hard isolation on MIG GPUs goes through the MIG manager: it may make the instance first.
+  Result<QueueStatus> outcome = mig_ != nullptr ? mig_->CreateOrQueue(*create, request.peer)
+                                                : slices_->CreateOrQueue(*create, request.peer);
   if (!outcome.ok()) return ErrorOf(outcome.status());
   // 200: the slice an earlier request with the same idempotency key made.
   if (outcome->slice) return Json(outcome->existing ? 200 : 201, Describe(*outcome->slice, /*full=*/true));

@@ -55,6 +55,7 @@
 
 #include "agent/access.h"
 #include "agent/metrics.h"
+#include "agent/mig_manager.h"
 #include "agent/nvml_client.h"
 #include "agent/slice_service.h"
 #include "agent/stop_loss.h"
@@ -96,6 +97,9 @@ class Api {
   void SetBoardStats(std::function<std::pair<uint64_t, uint64_t>()> stats) { board_stats_ = std::move(stats); }
   // Who may do what; until set: root (and TCP with no token) as in AccessPolicy's defaults.
   void SetAccess(std::shared_ptr<const Access> access) { access_ = std::move(access); }
+  // Creates go through it (a dynamic MIG GPU's instances are made for hard-isolation requests);
+  // unset: straight to the slice service.
+  void SetMig(MigManager* mig) { mig_ = mig; }
 
  private:
   net::HttpResponse Answer(const net::HttpRequest& request);
@@ -122,6 +126,7 @@ class Api {
   std::shared_ptr<NvmlClient> nvml_;
   UsageReader usage_;
   const StopLoss* stop_loss_ = nullptr;
+  MigManager* mig_ = nullptr;
   WorkloadEnvironment workload_;
   std::shared_ptr<const Access> access_ = std::make_shared<Access>(AccessPolicy{});
   std::function<net::ServerStats()> http_stats_;

@@ -375,6 +375,11 @@ Status ParseGpuClass(const json& object, const std::string& where, GpuClassConfi
           return Status::Ok();
         }},
        {"mig", [&](const json& v) {
+          if (v.is_string() && v.get<std::string>() == "dynamic") {
+            gpu->dynamic = true;
+            return Status::Ok();
+          }
+          if (!v.is_array()) return Status::InvalidArgument("a list of profiles, or \"dynamic\"");
           if (Status listed = Strings(v, &gpu->mig); !listed.ok()) return listed;
           if (gpu->mig.size() > 7) return Status::InvalidArgument("at most 7 instances (a GPU has 7 compute slices)");
           return Status::Ok();
@@ -386,8 +391,11 @@ Status ParseGpuClass(const json& object, const std::string& where, GpuClassConfi
         }}});
   if (!status.ok()) return status;
   if (!named) return Status::InvalidArgument(where + ".gpu: missing (an NVML index or a UUID)");
-  if ((!gpu->mig.empty() || gpu->drain) && gpu->isolation != IsolationClass::kMig) {
+  if ((!gpu->mig.empty() || gpu->drain || gpu->dynamic) && gpu->isolation != IsolationClass::kMig) {
     return Status::InvalidArgument(where + ": a geometry (mig, drain) needs \"isolation\": \"mig\"");
+  }
+  if (gpu->dynamic && gpu->drain) {
+    return Status::InvalidArgument(where + ": a dynamic GPU has no geometry to drain for (drain is for a listed geometry)");
   }
   return Status::Ok();
 }

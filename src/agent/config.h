@@ -34,6 +34,10 @@ struct GpuClassConfig {
   // When the geometry would destroy an instance holding slices: false, keep the GPU as it is (and
   // say why); true, take no new slice on the instances in the way and apply it once they are empty.
   bool drain = false;
+  // "mig": "dynamic": no geometry is kept; a hard-isolation request makes the instance it takes
+  // (the smallest profile that holds it, or the placement it names) and the instance is destroyed
+  // when its last slice ends (mig_manager.h).
+  bool dynamic = false;
 };
 
 struct AgentConfig {

@@ -97,6 +97,11 @@ TEST(GpuClassConfigTest, ParsesClassesAndRefusesWhatCannotBeMeant) {
   EXPECT_EQ(good->gpus[0].isolation, IsolationClass::kMig);
   EXPECT_EQ(good->gpus[0].mig, Names({"3g.40gb", "2g.20gb"}));
   EXPECT_EQ(good->gpus[1].isolation, IsolationClass::kExclusive);
+  EXPECT_FALSE(good->gpus[0].dynamic);
+  Result<AgentConfig> dynamic = load(R"({"gpus": [{"gpu": "1", "isolation": "mig", "mig": "dynamic"}]})");
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status().message();
+  EXPECT_TRUE(dynamic->gpus[0].dynamic);
+  EXPECT_TRUE(dynamic->gpus[0].mig.empty());
   const std::pair<const char*, const char*> bad[] = {
       {R"({"gpus": [{"gpu": "0", "isolation": "private"}]})", "shared, exclusive or mig"},
       {R"({"gpus": [{"gpu": "0", "isolation": "shared", "mig": ["1g.10gb"]}]})",
@@ -105,11 +110,48 @@ TEST(GpuClassConfigTest, ParsesClassesAndRefusesWhatCannotBeMeant) {
       {R"({"gpus": [{"gpu": "0"}, {"gpu": "0"}]})", "listed twice"},
       {R"({"gpus": [{"gpu": "0", "isolaton": "mig"}]})", "unknown key"},
       {R"({"gpus": {"0": "mig"}})", "must be a list"},
+      {R"({"gpus": [{"gpu": "0", "isolation": "mig", "mig": "elastic"}]})", "a list of profiles, or \"dynamic\""},
+      {R"({"gpus": [{"gpu": "0", "isolation": "shared", "mig": "dynamic"}]})", "needs \"isolation\": \"mig\""},
+      {R"({"gpus": [{"gpu": "0", "isolation": "mig", "mig": "dynamic", "drain": true}]})", "no geometry to drain for"},
   };
   for (const auto& [text, why] : bad) {
     Result<AgentConfig> config = load(text);
     ASSERT_FALSE(config.ok()) << text;
     EXPECT_NE(config.status().message().find(why), std::string::npos) << config.status().message();
+  }
+}
+
+TEST(ChoosePlacementTest, AnInstanceGoesWhereItLeavesTheMostRoom) {
+  const auto place = [](std::string_view profile, std::vector<mig::Placed> current) {
+    return ChoosePlacement(H100(), *mig::FindProfileByName(H100(), profile), current);
+  };
+  // On an empty H100 a small instance keeps off slice 0, where 4g.40gb and 7g.80gb start.
+  EXPECT_EQ(place("1g.10gb", {}), 6);
+  EXPECT_EQ(place("1g.20gb", {}), 6);
+  EXPECT_EQ(place("2g.20gb", {}), 4);
+  EXPECT_EQ(place("3g.40gb", {}), 4);
+  EXPECT_EQ(place("4g.40gb", {}), 0);
+  EXPECT_EQ(place("7g.80gb", {}), 0);
+  // Beside a 3g.40gb at 4, the second 3g.40gb can only go to 0, and a 1g.10gb to the top of 0-3.
+  EXPECT_EQ(place("3g.40gb", {{IdOf("3g.40gb"), 4}}), 0);
+  EXPECT_EQ(place("1g.10gb", {{IdOf("3g.40gb"), 4}}), 3);
+  // No room, an overlap everywhere, a second media instance: nowhere.
+  EXPECT_EQ(place("1g.10gb", {{IdOf("7g.80gb"), 0}}), std::nullopt);
+  EXPECT_EQ(place("4g.40gb", {{IdOf("1g.10gb"), 6}, {IdOf("1g.10gb"), 2}}), std::nullopt);
+  EXPECT_EQ(place("1g.10gb+me", {{IdOf("1g.10gb+me"), 6}}), std::nullopt);
+  // Every placement it gives keeps the geometry valid, from any valid start.
+  for (const mig::Profile& first : H100().profiles) {
+    for (int start = 0; start < mig::kMemorySlices; ++start) {
+      if (!first.CanStartAt(start)) continue;
+      std::vector<mig::Placed> geometry = {{first.id, start}};
+      for (const mig::Profile& next : H100().profiles) {
+        if (std::optional<int> at = ChoosePlacement(H100(), next, geometry)) {
+          std::vector<mig::Placed> grown = geometry;
+          grown.push_back({next.id, *at});
+          EXPECT_EQ(mig::CheckGeometry(H100(), grown), mig::GeometryError::kNone) << first.name << " then " << next.name;
+        }
+      }
+    }
   }
 }
 

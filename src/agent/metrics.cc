@@ -107,7 +107,8 @@ void GpuFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
   // `gpu` (its target's UUID) to `uuid` here to group slices by instance or by physical GPU.
   out.Family("fgpu_gpu_class_info", "gauge",
              "1 per placement target: its isolation class (shared, exclusive, mig); a MIG instance also "
-             "names its GPU (parent_uuid), profile and first memory slice.");
+             "names its GPU (parent_uuid), profile and first memory slice; a GPU whose instances are made "
+             "per request has dynamic=\"true\".");
   for (const GpuRoom& room : snapshot.rooms) {
     Labels labels = GpuLabels(room.gpu);
     labels.emplace_back("class", std::string(ToString(room.gpu.isolation)));
@@ -115,6 +116,8 @@ void GpuFamilies(const MetricsSnapshot& snapshot, Exposition& out) {
       labels.emplace_back("parent_uuid", room.gpu.parent_uuid);
       labels.emplace_back("profile", room.gpu.mig_profile);
       labels.emplace_back("start", std::to_string(room.gpu.mig_start));
+    } else if (room.gpu.mig_dynamic) {
+      labels.emplace_back("dynamic", "true");  // its instances come and go with the requests
     }
     out.Sample(labels, 1);
   }

@@ -42,11 +42,16 @@ void MigManager::Configure(const std::vector<GpuClassConfig>& classes) {
   for (Wanted& wanted : pending_) Unfence(wanted);
   pending_.clear();
   const std::vector<GpuRoom> rooms = slices_->Rooms();
+  dynamic_.clear();
+  for (const GpuRoom& room : rooms) {
+    if (room.gpu.mig_dynamic && room.gpu.isolation == IsolationClass::kMig) dynamic_.push_back(room.gpu);
+  }
   for (const GpuClassConfig& config : classes) {
     const GpuState* gpu = FindMigGpu(rooms, config.gpu);
     if (gpu == nullptr) continue;  // not on this machine: the agent refused it at start
-    if (gpu->isolation != config.isolation) {
-      Log(LogLevel::kWarn, "mig", {{"gpu", gpu->uuid}, {"reason", "a GPU's isolation class changes only with a restart"}});
+    if (gpu->isolation != config.isolation || gpu->mig_dynamic != config.dynamic) {
+      Log(LogLevel::kWarn, "mig",
+          {{"gpu", gpu->uuid}, {"reason", "a GPU's isolation class (and whether its MIG is dynamic) changes only with a restart"}});
       continue;
     }
     if (config.isolation != IsolationClass::kMig || config.mig.empty()) continue;
@@ -58,6 +63,7 @@ void MigManager::Configure(const std::vector<GpuClassConfig>& classes) {
 void MigManager::Tick() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::erase_if(pending_, [this](Wanted& wanted) { return Advance(wanted); });
+  for (const GpuState& gpu : dynamic_) ReapLocked(gpu);
 }
 
 int MigManager::Draining() const {

@@ -127,6 +127,46 @@ Result<std::vector<GpuState>> InstancesOf(const NvmlClient& nvml, const GpuState
   return targets;
 }
 
+namespace {
+
+// The room a GPU keeps for what comes later: every placement still open, weighted by its size.
+int OpenRoom(const mig::ModelInfo& model, uint8_t occupied, bool media_used) {
+  int room = 0;
+  for (const mig::Profile& profile : model.profiles) {
+    for (int start = 0; start < mig::kMemorySlices; ++start) {
+      if (mig::Fits(profile, start, occupied, media_used, 0)) room += profile.memory_slices;
+    }
+  }
+  return room;
+}
+
+}  // namespace
+
+std::optional<int> ChoosePlacement(const mig::ModelInfo& model, const mig::Profile& profile,
+                                   std::span<const mig::Placed> current) {
+  uint8_t occupied = 0;
+  bool media_used = false;
+  int count = 0;
+  for (const mig::Placed& placed : current) {
+    const mig::Profile* other = mig::FindProfile(model, placed.profile_id);
+    if (other == nullptr) continue;
+    occupied |= other->Occupies(placed.start);
+    media_used = media_used || other->media;
+    count += other->id == profile.id ? 1 : 0;
+  }
+  std::optional<int> best;
+  int best_room = -1;
+  for (int start = mig::kMemorySlices - 1; start >= 0; --start) {  // a tie: the highest start
+    if (!mig::Fits(profile, start, occupied, media_used, count)) continue;
+    const int room = OpenRoom(model, static_cast<uint8_t>(occupied | profile.Occupies(start)), media_used || profile.media);
+    if (room > best_room) {
+      best = start;
+      best_room = room;
+    }
+  }
+  return best;
+}
+
 std::string JoinProfiles(std::span<const std::string> profiles) {
   std::string text;
   for (const std::string& name : profiles) text += (text.empty() ? "" : " + ") + name;
@@ -143,6 +183,7 @@ Result<std::vector<GpuState>> SetUpGpus(const NvmlClient& nvml, std::vector<GpuS
       return Status::InvalidArgument("gpus: GPU " + gpus[*at].uuid + " is listed twice (by index and by UUID)");
     }
     gpus[*at].isolation = config.isolation;
+    gpus[*at].mig_dynamic = config.dynamic;
     // A geometry that cannot be stops the start before anything on the GPU changes.
     const mig::ModelInfo* model = mig::ModelOfProduct(gpus[*at].name, gpus[*at].memory_total);
     if (model == nullptr || config.mig.empty()) continue;

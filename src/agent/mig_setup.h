@@ -20,6 +20,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,6 +47,13 @@ Result<std::vector<GpuState>> SetUpGpus(const NvmlClient& nvml, std::vector<GpuS
                                         std::span<const GpuClassConfig> classes);
 
 Result<std::vector<GpuState>> InstancesOf(const NvmlClient& nvml, const GpuState& gpu);
+
+// Where a new instance of `profile` goes beside `current`: the valid start that leaves the most
+// room (every placement of every profile still open, weighted by its size: a 1g.10gb on an empty
+// H100 goes to slice 6, not 0, where 4g.40gb and 7g.80gb start), the highest on a tie; nullopt
+// when it fits nowhere.
+std::optional<int> ChoosePlacement(const mig::ModelInfo& model, const mig::Profile& profile,
+                                   std::span<const mig::Placed> current);
 
 // "3g.40gb + 2g.20gb": the profiles as the configuration lists them.
 std::string JoinProfiles(std::span<const std::string> profiles);

@@ -38,6 +38,7 @@ struct GpuState {
   std::string mig_profile{};  // a MIG instance's profile, "3g.40gb"
   int mig_start = -1;         // a MIG instance's first memory slice
   std::string mig_note{};     // a MIG GPU: why its configured geometry is not (all) applied
+  bool mig_dynamic = false;   // a MIG GPU whose instances are made per request (config "mig": "dynamic")
 };
 
 // One GPU instance of a GPU in MIG mode, with the compute instance the agent gives it (all of

@@ -693,6 +693,9 @@ Status SliceService::Validate(const CreateRequest& request, const net::Peer& pee
     return Status::InvalidArgument(std::string(ToString(request.isolation)) +
                                    " isolation gives the whole instance or GPU: name no compute share");
   }
+  if (request.mig_profile || request.mig_start) {
+    return Status::InvalidArgument("mig_profile names an instance of a GPU in MIG mode, and this machine has none");
+  }
   if (!ValidName(request.tenant)) return Status::InvalidArgument("tenant must be 1-63 of [A-Za-z0-9._-]");
   if (Status labels = ValidateLabels(request.labels); !labels.ok()) return labels;
   if ((request.release_on_exit || request.wait) && (!peer.unix_socket || peer.pid <= 0)) {

@@ -76,6 +76,11 @@ struct CreateRequest {
   // instance that holds `memory_bytes`, whole; exclusive: a free GPU of the exclusive class,
   // whole. A whole target's slice has all its memory and compute.
   Isolation isolation = Isolation::kTrusted;
+  // Hard isolation: the instance of this profile (at this first memory slice) on the GPU `gpu`
+  // names. MigManager resolves them to the instance (making it on a dynamic GPU); the service
+  // itself refuses a request that still carries them.
+  std::optional<std::string> mig_profile;
+  std::optional<int> mig_start;
   std::string tenant = "default";
   JobLabels labels;
   KubeLabels kube;

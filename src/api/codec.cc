@@ -219,6 +219,8 @@ json ToJson(const SliceRequest& request) {
   if (request.tenant) body["tenant"] = *request.tenant;
   if (request.gpu) body["gpu"] = *request.gpu;
   if (request.isolation) body["isolation"] = *request.isolation;
+  if (request.mig_profile) body["mig_profile"] = *request.mig_profile;
+  if (request.mig_start) body["mig_start"] = *request.mig_start;
   // Only when asked: over TCP the agent refuses either (nobody vouches for the pid there).
   if (request.release_on_exit) body["release_on_exit"] = true;
   if (request.wait) body["wait"] = true;
@@ -251,7 +253,7 @@ Result<SliceRequest> Parse<SliceRequest>(const json& body) {
   if (Status known = OnlyKnownFields(body, {"memory", "compute", "compute_mode", "tier", "tenant", "gpu",
                                             "release_on_exit", "wait", "job", "user", "account", "owner",
                                             "idempotency_key", "namespace", "pod", "claim", "pod_uid", "gang",
-                                            "gang_size", "isolation"});
+                                            "gang_size", "isolation", "mig_profile", "mig_start"});
       !known.ok()) {
     return known;
   }
@@ -309,6 +311,30 @@ Result<SliceRequest> Parse<SliceRequest>(const json& body) {
       return Status::InvalidArgument("isolation must be trusted, hard or exclusive");
     }
     request.isolation = isolation;
+  }
+  if (body.contains("mig_profile")) {
+    std::string profile;
+    if (Status read = ReadString(body, "mig_profile", &profile); !read.ok()) return read;
+    // "1g.10gb", "1g.10gb+me": a profile's name, checked against the GPU's model by the agent.
+    const bool shaped = !profile.empty() && profile.size() <= 16 &&
+                        std::all_of(profile.begin(), profile.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '+';
+                        });
+    if (!shaped) return Status::InvalidArgument("mig_profile must be a MIG profile's name, like 3g.40gb");
+    request.mig_profile = profile;
+  }
+  if (body.contains("mig_start")) {
+    const json& start = body["mig_start"];
+    if (!start.is_number_integer() || start.get<int64_t>() < 0 || start.get<int64_t>() > 7) {
+      return Status::InvalidArgument("mig_start must be a memory slice, 0..7");
+    }
+    request.mig_start = start.get<int>();
+  }
+  if (request.mig_start && !request.mig_profile) {
+    return Status::InvalidArgument("mig_start places an instance of mig_profile: name the profile too");
+  }
+  if (request.mig_profile && request.isolation != std::optional<std::string>("hard")) {
+    return Status::InvalidArgument("mig_profile takes a MIG instance whole: it needs isolation hard");
   }
   if (body.contains("owner")) {
     const json& owner = body["owner"];
@@ -488,7 +514,8 @@ json ToJson(const Gpu& gpu) {
               {"parent_uuid", gpu.parent_uuid},
               {"mig_profile", gpu.mig_profile},
               {"mig_start", gpu.mig_start},
-              {"mig_note", gpu.mig_note}};
+              {"mig_note", gpu.mig_note},
+              {"mig_dynamic", gpu.mig_dynamic}};
 }
 
 template <>
@@ -507,7 +534,7 @@ Result<Gpu> Parse<Gpu>(const json& body) {
                      ReadInteger(body, "minor_number", &gpu.minor_number),
                      ReadString(body, "isolation", &gpu.isolation), ReadString(body, "parent_uuid", &gpu.parent_uuid),
                      ReadString(body, "mig_profile", &gpu.mig_profile), ReadInteger(body, "mig_start", &gpu.mig_start),
-                     ReadString(body, "mig_note", &gpu.mig_note)});
+                     ReadString(body, "mig_note", &gpu.mig_note), ReadBool(body, "mig_dynamic", &gpu.mig_dynamic)});
   if (!read.ok()) return Status::InvalidArgument("GPU " + gpu.uuid + ": " + read.message());
   return gpu;
 }

@@ -36,6 +36,9 @@ TEST(CodecTest, ASliceRequestRoundTripsWithEveryField) {
   request.idempotency_key = "ns/claim:uid-1.2_3";
   request.isolation = "hard";
   EXPECT_EQ(RoundTrip(request), request);
+  request.mig_profile = "1g.10gb+me";
+  request.mig_start = 6;
+  EXPECT_EQ(RoundTrip(request), request);
   request.owner = std::string("alice");
   EXPECT_EQ(RoundTrip(request), request);
   SliceRequest bare;
@@ -60,6 +63,15 @@ TEST(CodecTest, ASliceRequestIsStrictAndNamesTheField) {
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","pod":3})"), "pod must be a string");
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":"strong"})"), "isolation must be trusted, hard or exclusive");
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":true})"), "isolation must be a string");
+  EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","mig_profile":"3g.40gb"})"),
+            "mig_profile takes a MIG instance whole: it needs isolation hard");
+  EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":"hard","mig_profile":"3g 40gb"})"),
+            "mig_profile must be a MIG profile's name, like 3g.40gb");
+  EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":"hard","mig_profile":"3g.40gb","mig_start":8})"),
+            "mig_start must be a memory slice, 0..7");
+  EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":"hard","mig_start":4})"),
+            "mig_start places an instance of mig_profile: name the profile too");
+  EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","isolation":"hard","mig_profile":"3g.40gb","mig_start":4})"), "(ok)");
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","claim":")" + std::string(254, 'a') + "\"}"),
             "claim must be at most 253 of a-z 0-9 . - (a Kubernetes name)");
   EXPECT_EQ(ErrorOf(R"({"memory":"1GiB","namespace":"","pod":"","claim":""})"), "(ok)") << "empty: not set";
@@ -176,6 +188,10 @@ TEST(CodecTest, TheSmallRepliesRoundTrip) {
   const Gpu instance{1,    "MIG-c", "H100 MIG 3g.40gb", 40ull << 30, 0,         0, false, "", 0, "9.0", "580.65.06",
                      false, 1,      "mig",            "GPU-b",       "3g.40gb", 4, "the geometry is not applied"};
   EXPECT_EQ(RoundTrip(instance), instance);
+  Gpu dynamic = gpu;
+  dynamic.isolation = "mig";
+  dynamic.mig_dynamic = true;
+  EXPECT_EQ(RoundTrip(dynamic), dynamic);
   EXPECT_EQ(RoundTrip(Health{"ok", 2, 5}), (Health{"ok", 2, 5}));
   EXPECT_EQ(RoundTrip(JoinReply{"s1", 42, "/sys/fs/cgroup/fgpu/x/s1"}), (JoinReply{"s1", 42, "/sys/fs/cgroup/fgpu/x/s1"}));
   EXPECT_EQ(RoundTrip(ApiError{"no room"}), (ApiError{"no room"}));

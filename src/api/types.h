@@ -47,6 +47,11 @@ struct SliceRequest {
   // "trusted" (default: beside other slices), "hard" (a MIG instance whole), "exclusive" (a GPU
   // of the exclusive class whole); docs/mig.md "Isolation classes".
   std::optional<std::string> isolation;
+  // With hard isolation on a GPU in MIG mode: the instance's profile ("3g.40gb") and, with it,
+  // its first memory slice; `gpu` then names the GPU. A dynamic GPU makes the instance
+  // (docs/mig.md "Dynamic MIG"); on another the instance must exist.
+  std::optional<std::string> mig_profile;
+  std::optional<int> mig_start;
   bool release_on_exit = false;
   bool wait = false;
   Labels labels;
@@ -162,6 +167,9 @@ struct Gpu {
   std::string mig_profile{};  // "3g.40gb"
   int mig_start = -1;         // first memory slice
   std::string mig_note{};
+  // A GPU in MIG mode whose instances are made for the hard-isolation requests that come and
+  // destroyed when their last slice ends (no geometry is kept).
+  bool mig_dynamic = false;
 
   bool operator==(const Gpu&) const = default;
 };

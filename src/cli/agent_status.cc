@@ -159,9 +159,11 @@ std::string RenderQueueAndQuotas(const std::vector<api::QueueItem>& queue, const
 
 namespace {
 
-// "shared", "exclusive", "mig" (a GPU in MIG mode), "mig 3g.40gb@0" (one of its instances).
+// "shared", "exclusive", "mig" (a GPU in MIG mode), "mig dynamic" (one whose instances are made
+// per request), "mig 3g.40gb@0" (one of its instances).
 std::string ClassOf(const api::Gpu& gpu) {
   if (!gpu.parent_uuid.empty()) return "mig " + gpu.mig_profile + "@" + std::to_string(gpu.mig_start);
+  if (gpu.mig_dynamic) return "mig dynamic";
   return gpu.isolation.empty() ? std::string("shared") : gpu.isolation;
 }
 

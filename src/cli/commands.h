@@ -57,6 +57,7 @@ struct RunOptions {
   bool wait = false;
   std::string tenant = "default";
   std::string isolation = "trusted";  // through the agent: docs/mig.md "Isolation classes"
+  std::string mig_profile;            // with hard isolation: the instance's profile ("3g.40gb")
   std::vector<std::string> command;
 };
 CLI::App* AddRunFlags(CLI::App& root, RunOptions* options);

@@ -47,6 +47,7 @@ Result<api::SliceRequest> Request(const RunOptions& options, uint64_t memory) {
   request.tier = options.tier;
   request.tenant = options.tenant;
   if (options.isolation != "trusted") request.isolation = options.isolation;
+  if (!options.mig_profile.empty()) request.mig_profile = options.mig_profile;
   request.release_on_exit = true;
   request.wait = options.wait;
   if (!options.compute.empty()) {

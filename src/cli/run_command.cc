@@ -147,6 +147,9 @@ CLI::App* AddRunFlags(CLI::App& root, RunOptions* options) {
                   "the smallest with --memory), exclusive (a GPU of the exclusive class, whole)")
       ->transform(CLI::IsMember(kIsolations, CLI::ignore_case))
       ->default_val("trusted");
+  run->add_option("--mig-profile", options->mig_profile,
+                  "With --isolation hard: a MIG instance of this profile (3g.40gb), made on a dynamic MIG GPU "
+                  "when none is free");
   run->add_option("command", options->command, "The program and its arguments, after `--`")->required();
   run->footer("Example: fgpu run --memory 10GiB --compute 30 -- python3 serve.py\n"
               "On a machine without a GPU: fgpu sim run -- fgpu run --memory 4GiB -- ./my_cuda_program\n"
@@ -166,6 +169,9 @@ Status CheckRunWords(const RunOptions& options) {
   if (!options.compute.empty()) {
     Result<uint32_t> share = ParseComputeShare(options.compute);
     if (!share.ok()) return share.status();
+  }
+  if (!options.mig_profile.empty() && options.isolation != "hard") {
+    return Status::InvalidArgument("--mig-profile takes a MIG instance whole: add --isolation hard");
   }
   return Status::Ok();
 }

@@ -26,13 +26,18 @@ stop_agent() {
   AGENT_PID=
 }
 
-# start_agent GEOMETRY: the agent (root, as MIG changes need) with GPU 1 of the mig class.
+# start_agent GEOMETRY: the agent (root, as MIG changes need) with GPU 1 of the mig class;
+# GEOMETRY is the list's items, or "dynamic".
 start_agent() {
   require_probe_and_driver
   [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
   printf '{"devices": [{"uuid": "GPU-00000000-0000-0000-0000-0000000000a0"}, {"uuid": "GPU-00000000-0000-0000-0000-0000000000a1"}]}\n' \
     >"$SCRATCH/gpus.json"
-  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": [%s]}]}\n' "$1" >"$SCRATCH/agent.json"
+  if [ "$1" = dynamic ]; then
+    printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": "dynamic"}]}\n' >"$SCRATCH/agent.json"
+  else
+    printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": [%s]}]}\n' "$1" >"$SCRATCH/agent.json"
+  fi
   # Root is what lets NVML change MIG; a test run as another user is let through explicitly.
   FGPU_SIM_MIG_PRIVILEGED=1 FGPU_COMPUTE_DIR=$SCRATCH/boards "$FGPU" sim run --config "$SCRATCH/gpus.json" \
     --segment "$SEGMENT" -- "$FGPU" agent --state "$SCRATCH/agent" --config "$SCRATCH/agent.json" --listen 127.0.0.1:0 \
@@ -51,11 +56,11 @@ instance_uuid() {
 }
 
 # start_holder DEVICE BYTES HOLD_MS [FGPU RUN FLAGS...]: a workload allocating BYTES in a 10 GiB
-# slice on DEVICE for HOLD_MS, in the background; its pid in $HOLDER_PID, its slice in $SLICE.
+# ($HOLDER_MEMORY) slice on DEVICE for HOLD_MS, in the background; its pid in $HOLDER_PID, its slice in $SLICE.
 start_holder() {
   device=$1 bytes=$2 hold=$3
   shift 3
-  "$FGPU" run --agent "$SOCKET" --memory 10GiB --device "$device" "$@" -- "$PROBE" alloc --bytes "$bytes" \
+  "$FGPU" run --agent "$SOCKET" --memory "${HOLDER_MEMORY:-10GiB}" --device "$device" "$@" -- "$PROBE" alloc --bytes "$bytes" \
     --hold-ms "$hold" >"$SCRATCH/holder.out" 2>"$SCRATCH/holder.err" &
   HOLDER_PID=$!
   for _ in $(seq 100); do grep -q '"event":"alloc"' "$SCRATCH/holder.out" 2>/dev/null && break; sleep 0.1; done
@@ -219,8 +224,8 @@ case_reload_drains_then_applies() {
   printf '{"gpus": [{"gpu": "0", "isolation": "exclusive"}, {"gpu": "1", "isolation": "mig", "mig": ["7g.80gb"]}]}\n' \
     >"$SCRATCH/agent.json"
   kill -HUP "$AGENT_PID"
-  for _ in $(seq 50); do grep -q "class changes only with a restart" "$SCRATCH/agent.err" && break; sleep 0.1; done
-  grep -q "class changes only with a restart" "$SCRATCH/agent.err" || fail "the class change is not reported"
+  for _ in $(seq 50); do grep -q "changes only with a restart" "$SCRATCH/agent.err" && break; sleep 0.1; done
+  grep -q "changes only with a restart" "$SCRATCH/agent.err" || fail "the class change is not reported"
   run_fgpu run --agent "$SOCKET" --memory 1GiB --device 0 -- "$PROBE" info
   expect_status 0
   : "$TWO"
@@ -259,6 +264,81 @@ case_dashboard_shows_instances_and_their_slices() {
     case "$DOM" in *"$wanted"*) ;; *) fail "the dashboard lacks '$wanted':
 $DOM" ;; esac
   done
+}
+
+# agent_call METHOD PATH [BODY]: the agent's API over its socket; the reply in $OUT, the HTTP
+# status in $CODE.
+agent_call() {
+  OUT=$(curl -s --unix-socket "$SOCKET" -X "$1" -H 'Content-Type: application/json' ${3:+-d "$3"} \
+    -w '\n%{http_code}' "http://agent$2")
+  CODE=$(echo "$OUT" | tail -n 1)
+  OUT=$(echo "$OUT" | sed '$d')
+}
+
+# gone_within TEXT: `fgpu status` stops showing TEXT within 2 s (a dynamic instance destroyed).
+gone_within() {
+  for _ in $(seq 20); do
+    run_fgpu status --agent "$SOCKET"
+    case "$OUT" in *"$1"*) sleep 0.1 ;; *) return 0 ;; esac
+  done
+  fail "still there after 2 s: '$1' in
+$OUT"
+}
+
+# A dynamic MIG GPU keeps no geometry: a hard-isolation request makes the instance it takes (the
+# smallest profile that holds it, where it leaves the most room, or the placement it names), and
+# the instance goes when its last slice ends.
+case_dynamic_instances_come_and_go() {
+  command -v curl >/dev/null || skip "curl is not installed"
+  start_agent dynamic
+  run_fgpu status --agent "$SOCKET"
+  expect_status 0
+  expect_out_contains "mig dynamic"
+  case "$OUT" in *"mig 1g"* | *"mig 2g"* | *"mig 3g"* | *"mig 4g"* | *"mig 7g"*) fail "a dynamic GPU starts with instances: $OUT" ;; esac
+  # 15 GiB: the smallest profile that holds it (its memory on the fewest compute slices), a
+  # 1g.20gb, is made for it, whole, at slice 6, and destroyed once the workload has ended.
+  run_fgpu run --agent "$SOCKET" --isolation hard --memory 15GiB -- "$PROBE" info
+  expect_status 0
+  [ "$(probe_total_mem)" = $((20096 * 1048576)) ] || fail "no whole 1g.20gb made for 15 GiB: $OUT"
+  grep -q 'step="made a 1g.20gb instance at memory slice 6 of GPU' "$SCRATCH/agent.err" ||
+    fail "the instance is not logged: $(cat "$SCRATCH/agent.err")"
+  gone_within "mig 1g.20gb@"
+  grep -q 'step="destroyed the empty 1g.20gb instance at memory slice 6' "$SCRATCH/agent.err" || fail "the destroy is not logged"
+  # --mig-profile names the profile: a 2g.20gb for the same 15 GiB.
+  run_fgpu run --agent "$SOCKET" --isolation hard --mig-profile 2g.20gb --memory 15GiB -- "$PROBE" info
+  expect_status 0
+  grep -q 'step="made a 2g.20gb instance' "$SCRATCH/agent.err" || fail "no 2g.20gb made: $(cat "$SCRATCH/agent.err")"
+  gone_within "mig 2g.20gb@"
+  # 30 GiB held: a 3g.40gb, at slice 4 (slice 0 is where 4g.40gb and 7g.80gb start).
+  HOLDER_MEMORY=30GiB start_holder 1 1GiB 60000 --isolation hard
+  status_until "mig 3g.40gb@4"
+  # A placement named: made where asked; one that overlaps is refused with the reason.
+  agent_call POST /v1/slices '{"memory":"5GiB","isolation":"hard","gpu":"1","mig_profile":"2g.20gb","mig_start":4}'
+  [ "$CODE" = 409 ] || fail "an overlapping placement was not refused ($CODE): $OUT"
+  case "$OUT" in *"overlaps an instance the GPU has"*) ;; *) fail "no reason for the refusal: $OUT" ;; esac
+  body='{"memory":"5GiB","isolation":"hard","gpu":"1","mig_profile":"1g.10gb","mig_start":0,"idempotency_key":"claim-1"}'
+  agent_call POST /v1/slices "$body"
+  [ "$CODE" = 201 ] || fail "the named placement was not made ($CODE): $OUT"
+  ID=$(echo "$OUT" | sed -n 's/.*"id":"\(s[0-9]*\)".*/\1/p')
+  agent_call POST /v1/slices "$body"
+  [ "$CODE" = 200 ] || fail "a retry with the key made another slice ($CODE): $OUT"
+  case "$OUT" in *"\"id\":\"$ID\""*) ;; *) fail "the retry did not answer slice $ID: $OUT" ;; esac
+  status_until "mig 1g.10gb@0"
+  # The 3g.40gb holding the workload stays; the 1g.10gb goes with its slice.
+  agent_call DELETE "/v1/slices/$ID"
+  [ "$CODE" = 204 ] || fail "cannot delete $ID ($CODE): $OUT"
+  gone_within "mig 1g.10gb@0"
+  expect_out_contains "mig 3g.40gb@4"
+  kill -0 "$HOLDER_PID" 2>/dev/null || fail "the workload in the 3g.40gb died"
+  # More than any instance of the GPU can hold, and a profile the GPU does not have.
+  run_fgpu run --agent "$SOCKET" --isolation hard --memory 50GiB -- "$PROBE" info
+  expect_status 1
+  expect_err_contains "no dynamic MIG GPU has room for an instance of 50 GiB"
+  run_fgpu run --agent "$SOCKET" --isolation hard --mig-profile 9g.90gb --memory 1GiB -- "$PROBE" info
+  expect_status 2
+  expect_err_contains "no MIG profile '9g.90gb'"
+  stop_holder
+  gone_within "mig 3g.40gb@4"
 }
 
 run_case "$@"

@@ -648,6 +648,14 @@ class Api:
         except k8s_schema.Invalid as e:
             raise invalid_error(self.plural, name, e.causes)
 
+    def validate_across(self, obj, name, key):
+        """Rules across stored objects (caller holds the store lock; key: obj's own entry, skipped)."""
+        if self.plural == "resourceslices":
+            others = [o for k, o in self.store.objects.items() if k[0] == self.plural and k != key]
+            causes = k8s_schema.pool_counter_set_errors(obj, others)
+            if causes:
+                raise invalid_error(self.plural, name, causes)
+
     def fill_namespace(self, meta):
         if self.namespaced:
             if meta.get("namespace") not in (None, "", self.ns):
@@ -673,6 +681,7 @@ class Api:
             if key in self.store.objects:
                 raise ApiError(409, "AlreadyExists", f'{group_resource(self.plural)} "{meta["name"]}" already exists',
                                {"name": meta["name"], "group": RESOURCES[self.plural][0], "kind": self.plural})
+            self.validate_across(obj, meta["name"], key)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339()
             meta["generation"] = 1
@@ -720,6 +729,7 @@ class Api:
             else:
                 meta.pop("deletionTimestamp", None)
             self.validate(new, name)
+            self.validate_across(new, name, key)
             spec_of = (lambda o: o.get("spec")) if "spec" in old or "spec" in new else \
                 (lambda o: {k: v for k, v in o.items() if k not in ("metadata", "status")})
             meta["generation"] = old["metadata"].get("generation", 1) + (spec_of(old) != spec_of(new))

@@ -38,6 +38,36 @@ SLICE = {
         }],
     },
 }
+# KEP-4815 partitionable devices: one slice carries the pool's counter sets (no devices), another
+# the devices that consume them.
+COUNTER_SLICE = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+    "metadata": {"name": "node-1-gpu-counters"},
+    "spec": {
+        "driver": "gpu.fgpu.io", "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 2},
+        "sharedCounters": [
+            {"name": "gpu-0-counters", "counters": {"memory": {"value": "80Gi"}, "multiprocessors": {"value": 132}}},
+            {"name": "gpu-1-counters", "counters": {"memory": {"value": "80Gi"}, "multiprocessors": {"value": "0"}}},
+        ],
+    },
+}
+PARTITION_SLICE = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+    "metadata": {"name": "node-1-gpu-partitions"},
+    "spec": {
+        "driver": "gpu.fgpu.io", "nodeName": "node-1",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 2},
+        "devices": [
+            {"name": "gpu-0-mig-1g", "consumesCounters": [
+                {"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "10Gi"},
+                                                              "multiprocessors": {"value": 16}}}]},
+            {"name": "gpu-0-full", "consumesCounters": [
+                {"counterSet": "gpu-0-counters", "counters": {"memory": {"value": "80Gi"}}},
+                {"counterSet": "gpu-1-counters", "counters": {}}]},
+        ],
+    },
+}
 CLAIM = {
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
     "metadata": {"name": "claim-1", "namespace": "team-a"},
@@ -160,6 +190,84 @@ class Validation(unittest.TestCase):
         self.invalid(edited(POD, lambda o: o["spec"]["containers"][0]["resources"]["claims"][0].update(name="tpu")),
                      "spec.containers[0].resources.claims[0].name", "Not found")
 
+    def test_partitionable_devices(self):
+        """KEP-4815 rules on sharedCounters and consumesCounters (README: the schema cannot say them)."""
+        self.check(COUNTER_SLICE)
+        self.check(PARTITION_SLICE)
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"].update(devices=PARTITION_SLICE["spec"]["devices"])),
+                     "spec", "only one of `devices` and `sharedCounters`")
+        # ResourceSliceSpec.sharedCounters: at most 8, names DNS labels unique in the slice
+        sets = "spec.sharedCounters"
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"].update(sharedCounters=[
+            {"name": f"cs-{i}", "counters": {"memory": {"value": "1Gi"}}} for i in range(9)])),
+                     sets, "Too many: 9: must have at most 8 items")
+        self.check(edited(COUNTER_SLICE, lambda o: o["spec"].update(sharedCounters=[
+            {"name": f"cs-{i}", "counters": {"memory": {"value": "1Gi"}}} for i in range(8)])))
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][1].update(name="gpu-0-counters")),
+                     sets + "[1].name", 'Duplicate value: "gpu-0-counters"')
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0].update(name="GPU_0")),
+                     sets + "[0].name", "RFC 1123 label")
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0].update(name="")),
+                     sets + "[0].name", "Required value")
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0].pop("name")),
+                     sets + "[0].name", "Required value")
+        # CounterSet.counters: required, non-empty, at most 32, names DNS labels, values Quantities >= 0
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0].pop("counters")),
+                     sets + "[0].counters", "Required value")
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0].update(counters={})),
+                     sets + "[0].counters", "Required value")
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0].update(
+            counters={f"c{i}": {"value": "1"} for i in range(33)})), sets + "[0].counters", "Too many: 33")
+        self.check(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0].update(
+            counters={f"c{i}": {"value": "1"} for i in range(32)})))
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0]["counters"].update(
+            {"Memory_MiB": {"value": "1"}})), sets + "[0].counters[Memory_MiB]", "RFC 1123 label")
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0]["counters"]["memory"].update(
+            value="-1Gi")), sets + "[0].counters[memory].value", "must be greater than or equal to 0")
+        self.invalid(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0]["counters"]["memory"].pop(
+            "value")), sets + "[0].counters[memory].value", "Required value")
+        self.bad_decode(edited(COUNTER_SLICE, lambda o: o["spec"]["sharedCounters"][0]["counters"]["memory"].update(
+            value="80GB")), "quantities must match")
+        # Device.consumesCounters: at most 2, one per counter set (a DNS label)
+        cc = "spec.devices[1].consumesCounters"
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"].append(
+            {"counterSet": "gpu-2-counters", "counters": {}})), cc, "Too many: 3: must have at most 2 items")
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"][1].update(
+            counterSet="gpu-0-counters")), cc + "[1].counterSet", 'Duplicate value: "gpu-0-counters"')
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"][0].update(
+            counterSet="gpu.0")), cc + "[0].counterSet", "RFC 1123 label")
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"][0].update(
+            counterSet="")), cc + "[0].counterSet", "Required value")
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"][0].pop(
+            "counterSet")), cc + "[0].counterSet", "Required value")
+        # DeviceCounterConsumption.counters: at most 32, names DNS labels, values Quantities >= 0
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"][0].update(
+            counters={f"c{i}": {"value": "1"} for i in range(33)})), cc + "[0].counters", "Too many: 33")
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"][0]["counters"]
+                            .update({"sm_count": {"value": 1}})), cc + "[0].counters[sm_count]", "RFC 1123 label")
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"]["devices"][1]["consumesCounters"][0]["counters"]
+                            ["memory"].update(value=-1)), cc + "[0].counters[memory].value",
+                     "must be greater than or equal to 0")
+        # ResourceSliceSpec.devices: only 64 when any device consumes counters
+        self.invalid(edited(PARTITION_SLICE, lambda o: o["spec"].update(devices=[
+            dict(o["spec"]["devices"][0], name=f"d{i}") for i in range(65)])), "spec.devices", "at most 64")
+        self.check(edited(PARTITION_SLICE, lambda o: o["spec"].update(devices=[
+            dict(o["spec"]["devices"][0], name=f"d{i}") for i in range(64)])))
+
+    def test_counter_set_names_unique_in_pool(self):
+        """ResourceSliceSpec.sharedCounters: names unique in the pool (driver, pool name, generation)."""
+        other = edited(COUNTER_SLICE, lambda o: o["metadata"].update(name="node-1-gpu-counters-2") or
+                       o["spec"]["sharedCounters"].__setitem__(0, {"name": "gpu-2-counters",
+                                                                   "counters": {"memory": {"value": "1Gi"}}}))
+        errs = k8s_schema.pool_counter_set_errors(COUNTER_SLICE, [PARTITION_SLICE, other])
+        self.assertEqual([f for f, _ in errs], ["spec.sharedCounters[1].name"], errs)
+        self.assertIn('Duplicate value: "gpu-1-counters"', errs[0][1])
+        self.assertEqual(k8s_schema.pool_counter_set_errors(COUNTER_SLICE, [PARTITION_SLICE]), [])
+        for elsewhere in (lambda o: o["spec"].update(driver="other.fgpu.io"),
+                          lambda o: o["spec"]["pool"].update(name="node-2"),
+                          lambda o: o["spec"]["pool"].update(generation=2)):  # a stale or newer generation
+            self.assertEqual(k8s_schema.pool_counter_set_errors(COUNTER_SLICE, [edited(other, elsewhere)]), [])
+
     def test_quantity_grammar(self):
         for good in ("1", "1.5", ".5", "5.", "1Gi", "100m", "1e3", "2E-2", "+1k", 3, 2.5):
             self.assertIsNotNone(k8s_schema.parse_quantity(good), good)
@@ -262,6 +370,45 @@ class Server(unittest.TestCase):
         self.assertEqual(self.call("GET", "/api/v1/nodes")[0], 200)
         dump = json.loads(self.call("GET", "/dump", base=self.control)[1])
         self.assertEqual(sorted(o["kind"] for o in dump["objects"]), ["ResourceClaim", "ResourceSlice"])
+
+    def test_counter_set_names_unique_in_pool(self):
+        self.call("POST", "/reset", {}, base=self.control)
+        slices = "/apis/resource.k8s.io/v1/resourceslices"
+        for obj in (COUNTER_SLICE, PARTITION_SLICE):
+            code, body = self.call("POST", slices, obj)
+            self.assertEqual(code, 201, body)
+        # create: a second slice of the pool reusing a counter set name
+        dup = edited(COUNTER_SLICE, lambda o: o["metadata"].update(name="node-1-gpu-counters-2") or
+                     o["spec"].update(sharedCounters=[{"name": "gpu-2-counters", "counters": {"memory": {"value": "1"}}},
+                                                      {"name": "gpu-0-counters", "counters": {"memory": {"value": "1"}}}]))
+        code, body = self.call("POST", slices, dup)
+        status = json.loads(body)
+        self.assertEqual((code, status["reason"]), (422, "Invalid"), body)
+        self.assertTrue(any(c["field"] == "spec.sharedCounters[1].name" and "Duplicate value" in c["message"]
+                            for c in status["details"]["causes"]), body)
+        # the same names in another pool, or in the pool's next generation, are fine
+        code, body = self.call("POST", slices, edited(dup, lambda o: o["spec"]["pool"].update(name="node-2") or
+                                                     o["spec"].update(nodeName="node-2")))
+        self.assertEqual(code, 201, body)
+        code, body = self.call("POST", slices, edited(dup, lambda o: o["metadata"].update(name="next-gen") or
+                                                     o["spec"]["pool"].update(generation=2)))
+        self.assertEqual(code, 201, body)
+        # update: a slice does not collide with its own stored version, only with the others
+        path = slices + "/node-1-gpu-counters"
+        stored = json.loads(self.call("GET", path)[1])
+        code, body = self.call("PUT", path, edited(stored, lambda o: o["spec"]["sharedCounters"][1]["counters"]
+                                                    ["memory"].update(value="40Gi")))
+        self.assertEqual(code, 200, body)
+        code, body = self.call("POST", slices, edited(dup, lambda o: o["metadata"].update(name="node-1-gpu-counters-3") or
+                                                     o["spec"]["sharedCounters"].pop()))
+        self.assertEqual(code, 201, body)
+        code, body = self.call("PATCH", path, {"spec": {"sharedCounters": [
+            {"name": "gpu-2-counters", "counters": {"memory": {"value": "1"}}}]}},
+            ctype="application/merge-patch+json")
+        status = json.loads(body)
+        self.assertEqual((code, status["reason"]), (422, "Invalid"), body)
+        self.assertTrue(any(c["field"] == "spec.sharedCounters[0].name" and "Duplicate value" in c["message"]
+                            for c in status["details"]["causes"]), body)
 
 
 if __name__ == "__main__":

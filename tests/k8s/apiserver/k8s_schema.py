@@ -338,6 +338,7 @@ def validate_resource_slice(obj):
     limit = 64 if any(d.get("taints") or d.get("consumesCounters") for d in devices) else 128
     if len(devices) > limit:
         errs.append(("spec.devices", f"Too many: {len(devices)}: must have at most {limit} items"))
+    errs += _shared_counters_errors(spec.get("sharedCounters"))
     names = set()
     per_device = bool(spec.get("perDeviceNodeSelection"))
     for i, dev in enumerate(devices):
@@ -364,6 +365,117 @@ def validate_resource_slice(obj):
             errs += _attribute_errors(key, attr, f"{field}.attributes[{key}]")
         for key, cap in caps.items():
             errs += _capacity_errors(key, cap, dev, f"{field}.capacity[{key}]")
+        errs += _consumes_counters_errors(dev.get("consumesCounters"), f"{field}.consumesCounters")
+    return errs
+
+
+# KEP-4815 (partitionable devices) limits, from the resource.k8s.io/v1 field descriptions.
+MAX_COUNTER_SETS = 8  # ResourceSliceSpec.sharedCounters
+MAX_DEVICE_COUNTER_CONSUMPTIONS = 2  # Device.consumesCounters
+MAX_COUNTERS = 32  # CounterSet.counters, DeviceCounterConsumption.counters
+
+
+def _counters_errors(counters, field, require_entries):
+    """A counters map (CounterSet.counters, DeviceCounterConsumption.counters): at most 32
+    entries, each name a DNS label, each Counter.value a Quantity >= 0. A missing map is the
+    schema's "Required value"; an empty one is reported here when the caller requires entries."""
+    if not isinstance(counters, dict):
+        return []
+    errs = []
+    if require_entries and not counters:
+        errs.append((field, "Required value: must have at least one counter"))
+    if len(counters) > MAX_COUNTERS:
+        errs.append((field, f"Too many: {len(counters)}: must have at most {MAX_COUNTERS} items"))
+    for key, counter in counters.items():
+        errs += dns_label_errors(key, f"{field}[{key}]")
+        value = (counter or {}).get("value") if isinstance(counter, dict) else None
+        if value is None:
+            continue  # Counter.value: the schema's "Required value"
+        parsed = parse_quantity(value)
+        if parsed is None:
+            errs.append((f"{field}[{key}].value", f"Invalid value: {json.dumps(value)}: must be a quantity"))
+        elif parsed < 0:
+            errs.append((f"{field}[{key}].value",
+                         f"Invalid value: {json.dumps(value)}: must be greater than or equal to 0"))
+    return errs
+
+
+def _shared_counters_errors(sets):
+    """ResourceSliceSpec.sharedCounters: at most 8 CounterSets; CounterSet.name a DNS label,
+    unique in the slice (pool-wide uniqueness: pool_counter_set_errors); CounterSet.counters
+    non-empty, at most 32 entries."""
+    if not isinstance(sets, list):
+        return []
+    errs = []
+    if len(sets) > MAX_COUNTER_SETS:
+        errs.append(("spec.sharedCounters", f"Too many: {len(sets)}: must have at most {MAX_COUNTER_SETS} items"))
+    names = set()
+    for i, cs in enumerate(sets):
+        if not isinstance(cs, dict):
+            continue
+        field = f"spec.sharedCounters[{i}]"
+        name = cs.get("name")
+        if name is not None:  # a missing name is the schema's "Required value"
+            errs += dns_label_errors(name, f"{field}.name")
+            if name and name in names:
+                errs.append((f"{field}.name", f"Duplicate value: {json.dumps(name)}"))
+            names.add(name)
+        errs += _counters_errors(cs.get("counters"), f"{field}.counters", require_entries=True)
+    return errs
+
+
+def _consumes_counters_errors(entries, field):
+    """Device.consumesCounters: at most 2 entries, one per counter set;
+    DeviceCounterConsumption.counterSet a DNS label; its counters at most 32 entries."""
+    if not isinstance(entries, list):
+        return []
+    errs = []
+    if len(entries) > MAX_DEVICE_COUNTER_CONSUMPTIONS:
+        errs.append((field, f"Too many: {len(entries)}: must have at most {MAX_DEVICE_COUNTER_CONSUMPTIONS} items"))
+    sets = set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            continue
+        ef = f"{field}[{i}]"
+        name = entry.get("counterSet")
+        if name is not None:  # a missing counterSet is the schema's "Required value"
+            errs += dns_label_errors(name, f"{ef}.counterSet")
+            if name and name in sets:
+                errs.append((f"{ef}.counterSet", f"Duplicate value: {json.dumps(name)}"))
+            sets.add(name)
+        errs += _counters_errors(entry.get("counters"), f"{ef}.counters", require_entries=False)
+    return errs
+
+
+def pool_counter_set_errors(obj, other_slices):
+    """ResourceSliceSpec.sharedCounters: "The names of the counter sets must be unique in the
+    ResourcePool" -- a rule across objects, which the server checks on create and update against
+    the other stored ResourceSlices (other_slices must not include obj's stored version). The pool
+    is the slices with the same spec.driver, spec.pool.name and spec.pool.generation: slices of an
+    older generation are stale (the scheduler ignores them), and a driver that republishes its pool
+    under a new generation reuses its counter set names while the old slices are still there."""
+    spec = obj.get("spec") or {}
+    sets = spec.get("sharedCounters")
+    if not isinstance(sets, list) or not sets:
+        return []
+    pool = spec.get("pool") or {}
+    key = (spec.get("driver"), pool.get("name"), pool.get("generation"))
+    taken = {}
+    for other in other_slices:
+        ospec = other.get("spec") or {}
+        opool = ospec.get("pool") or {}
+        if (ospec.get("driver"), opool.get("name"), opool.get("generation")) != key:
+            continue
+        for cs in ospec.get("sharedCounters") or []:
+            if isinstance(cs, dict) and cs.get("name"):
+                taken.setdefault(cs["name"], (other.get("metadata") or {}).get("name"))
+    errs = []
+    for i, cs in enumerate(sets):
+        name = cs.get("name") if isinstance(cs, dict) else None
+        if name and name in taken:
+            errs.append((f"spec.sharedCounters[{i}].name",
+                         f"Duplicate value: {json.dumps(name)}: counter set names must be unique in the pool "
+                         f"(also in ResourceSlice {json.dumps(taken[name])})"))
     return errs
 
 
