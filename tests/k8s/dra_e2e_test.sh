@@ -185,4 +185,90 @@ case_restarts_lose_and_leak_nothing() {
   echo "PASS: plugin and agent killed, the kubelet re-registered mid-prepare: nothing lost, nothing leaked"
 }
 
+# create_whole_claim NAME DEVICE: a claim allocated DEVICE whole (no consumedCapacity: a dynamic MIG
+# GPU's placement is not shared), as kube-scheduler writes it; its uid in $CLAIM_UID.
+create_whole_claim() {
+  name=$1 device=$2
+  printf '%s' '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"'"$name"'","namespace":"team-a"},
+   "spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.fgpu.io"}}]}}}' >"$SCRATCH/claim-$name.json"
+  $KUBE create /apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims "$SCRATCH/claim-$name.json" \
+    >"$SCRATCH/created-$name.json" || fail "claim $name refused: $(cat "$SCRATCH/created-$name.json")"
+  CLAIM_UID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["uid"])' "$SCRATCH/created-$name.json")
+  python3 - "$SCRATCH/created-$name.json" "$device" >"$SCRATCH/allocated-$name.json" <<'PY'
+import json, sys
+claim, device = json.load(open(sys.argv[1])), sys.argv[2]
+claim["status"] = {"allocation": {"devices": {"results": [{
+    "request": "gpu", "driver": "gpu.fgpu.io", "pool": "node-a", "device": device}]}},
+  "reservedFor": [{"resource": "pods", "name": claim["metadata"]["name"] + "-pod", "uid": "pod-" + claim["metadata"]["uid"]}]}
+print(json.dumps(claim))
+PY
+  $KUBE put "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/$name/status" "$SCRATCH/allocated-$name.json" \
+    >"$SCRATCH/status-$name.json" || fail "claim $name's allocation refused: $(cat "$SCRATCH/status-$name.json")"
+}
+
+# pool_objects: the node's ResourceSlices as "NAME GENERATION COUNT" lines, by name.
+pool_objects() {
+  $KUBE get "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3Dnode-a" | python3 -c '
+import json, sys
+for o in sorted(json.load(sys.stdin)["items"], key=lambda o: o["metadata"]["name"]):
+    p = o["spec"]["pool"]
+    print(o["metadata"]["name"], p["generation"], p["resourceSliceCount"])'
+}
+
+mig_instances() {  # the agent's MIG instances of GPU $1, as "PROFILE@START" lines
+  agent_get /v1/gpus | python3 -c '
+import json, sys
+print("\n".join(sorted(g["mig_profile"] + "@" + str(g["mig_start"]) for g in json.load(sys.stdin) if g["parent_uuid"] == sys.argv[1])))' "$1"
+}
+
+# A dynamic MIG GPU (KEP-4815 partitionable devices): the node publishes its counter set and
+# every placement in a pool of three objects the strict API server accepts; a claim allocated the
+# 3g.40gb at slice 4 gets that instance made, whole (its workload sees 40 GiB), an overlapping
+# placement is refused with the reason, and unprepare destroys the instance.
+case_dynamic_mig_placements() {
+  require_k8s
+  start_apiserver
+  printf '{"devices": [{}, {}]}\n' >"$SCRATCH/gpu.json"
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": "dynamic"}]}\n' >"$SCRATCH/agent.json"
+  AGENT_CONFIG=$SCRATCH/agent.json start_agent
+  create_device_class
+  start_dra_plugin
+  register_plugin
+  PARENT=$(GPU_UUID 1)
+  BASE=$(device_of "$PARENT")
+  want="node-a-gpu.fgpu.io 1 3
+node-a-gpu.fgpu.io-counters-0 1 3
+node-a-gpu.fgpu.io-mig-0 1 3"
+  for _ in $(seq 50); do [ "$(pool_objects)" = "$want" ] && break; sleep 0.1; done
+  [ "$(pool_objects)" = "$want" ] || fail "the pool: $(pool_objects) $(cat "$SCRATCH/plugin.err")"
+  slice_published() { $KUBE field "/apis/resource.k8s.io/v1/resourceslices/$1" "$2"; }
+  [ "$(slice_published node-a-gpu.fgpu.io-counters-0 'o["spec"]["sharedCounters"][0]["name"]')" = "\"$BASE-counters\"" ] ||
+    fail "no counter set for the dynamic GPU"
+  [ "$(slice_published node-a-gpu.fgpu.io-mig-0 '[d["name"] for d in o["spec"]["devices"]].count("'"$BASE"'-3g-40gb-4")')" = 1 ] ||
+    fail "no 3g.40gb placement at slice 4"
+  [ "$(slice_published node-a-gpu.fgpu.io 'len(o["spec"]["devices"])')" = 1 ] || fail "the dynamic GPU is published as a device itself"
+  create_whole_claim three "$BASE-3g-40gb-4"
+  THREE_UID=$CLAIM_UID
+  prepare three "$THREE_UID"
+  expect_status 0
+  [ "$(claim_error "$THREE_UID")" = "" ] || fail "prepare failed: $OUT"
+  [ "$(mig_instances "$PARENT")" = "3g.40gb@4" ] || fail "the instance was not made: $(mig_instances "$PARENT")"
+  in_claim "$THREE_UID" "$PROBE" info
+  expect_status 0
+  expect_out_contains "\"total\":$((40448 * 1048576))"
+  # A scheduler that ignored the counters: the overlapping placement is refused, nothing made.
+  create_whole_claim two "$BASE-2g-20gb-4"
+  TWO_UID=$CLAIM_UID
+  prepare two "$TWO_UID"
+  case "$(claim_error "$TWO_UID")" in *"overlaps an instance the GPU has"*) ;; *) fail "the overlap was not refused: $OUT" ;; esac
+  [ "$(mig_instances "$PARENT")" = "3g.40gb@4" ] || fail "the refused claim changed the GPU: $(mig_instances "$PARENT")"
+  # The pool is unchanged by claims (the scheduler counts them): still generation 1.
+  [ "$(pool_objects)" = "$want" ] || fail "claims changed the pool: $(pool_objects)"
+  unprepare three "$THREE_UID"
+  expect_status 0
+  for _ in $(seq 20); do [ -z "$(mig_instances "$PARENT")" ] && break; sleep 0.1; done
+  [ -z "$(mig_instances "$PARENT")" ] || fail "the instance outlived its claim (2 s): $(mig_instances "$PARENT")"
+  echo "PASS: a dynamic GPU published as counters and placements; a claim's placement made and destroyed with it"
+}
+
 run_case "$@"

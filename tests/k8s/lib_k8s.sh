@@ -86,14 +86,15 @@ print(urllib.request.urlopen(req, timeout=10).read().decode())
 PY
 }
 
-# The agent on $GPUS (default 1) simulated H100s of $GPU_MEMORY (default 40GiB), under `fgpu sim run`.
+# The agent on $GPUS (default 1) simulated H100s of $GPU_MEMORY (default 40GiB), under `fgpu sim run`;
+# with $AGENT_CONFIG, its configuration file (MIG changes let through as root's would be).
 start_agent() {
   [ -f "$SCRATCH/gpu.json" ] || python3 -c '
 import json, sys
 gpu = {"name": "NVIDIA H100 80GB HBM3", "memory": sys.argv[2]}
 print(json.dumps({"devices": [gpu] * int(sys.argv[1])}))' "${GPUS:-1}" "${GPU_MEMORY:-40GiB}" >"$SCRATCH/gpu.json"
-  FGPU_COMPUTE_DIR=$SCRATCH/boards "$FGPU" sim run --config "$SCRATCH/gpu.json" --segment "$SEGMENT" -- \
-    "$FGPU" agent --state "$SCRATCH/agent" >"$SCRATCH/agent.out" 2>>"$SCRATCH/agent.err" &
+  FGPU_SIM_MIG_PRIVILEGED=1 FGPU_COMPUTE_DIR=$SCRATCH/boards "$FGPU" sim run --config "$SCRATCH/gpu.json" --segment "$SEGMENT" -- \
+    "$FGPU" agent --state "$SCRATCH/agent" ${AGENT_CONFIG:+--config "$AGENT_CONFIG"} >"$SCRATCH/agent.out" 2>>"$SCRATCH/agent.err" &
   AGENT_PID=$!
   PIDS="$PIDS $AGENT_PID"
   wait_for 100 "the agent" curl -sf --unix-socket "$AGENT_SOCKET" http://agent/v1/health

@@ -89,10 +89,11 @@ Result<AllocatedDevice> DeviceOf(const json& result, const ClaimRef& ref) {
   device.share_id = StringMember(result, "shareID");
   if (device.device.empty()) return Invalid(ref, "an allocation result names no device");
   const json* consumed = Member(result, "consumedCapacity");
-  if (consumed == nullptr || !consumed->is_object()) {
-    return Invalid(ref, "device " + device.device +
-                            " was allocated without consumedCapacity (the cluster must enable DRAConsumableCapacity)");
+  if (consumed == nullptr) {
+    device.whole = true;  // a device not shared between claims
+    return device;
   }
+  if (!consumed->is_object()) return Invalid(ref, "device " + device.device + ": consumedCapacity is not an object");
   for (const char* name : {"memory", "compute"}) {
     const json* value = Member(*consumed, name);
     if (value == nullptr || !value->is_string()) {

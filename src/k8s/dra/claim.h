@@ -44,6 +44,9 @@ struct AllocatedDevice {
   std::string share_id;
   uint64_t memory_bytes = 0;
   uint32_t compute_percent = 0;
+  // Allocated without consumedCapacity: the device is the claim's whole (a dynamic MIG GPU's
+  // placement); memory_bytes and compute_percent are 0. The driver refuses it for a shared device.
+  bool whole = false;
   SliceParameters parameters;
 
   bool operator==(const AllocatedDevice&) const = default;

@@ -62,8 +62,8 @@ TEST(ClaimTest, EveryMalformedClaimIsRefusedWithItsReason) {
   claim["status"]["allocation"]["devices"]["results"][0]["pool"] = "node-b";
   refused(claim, "not this node's");
   claim = Claim();
-  claim["status"]["allocation"]["devices"]["results"][0].erase("consumedCapacity");
-  refused(claim, "DRAConsumableCapacity");
+  claim["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = "all";
+  refused(claim, "consumedCapacity is not an object");
   claim = Claim();
   claim["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"]["memory"] = "20GB";
   refused(claim, "suffix");
@@ -76,6 +76,14 @@ TEST(ClaimTest, EveryMalformedClaimIsRefusedWithItsReason) {
   claim = Claim();
   claim["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"].erase("compute");
   refused(claim, "no consumed compute");
+  // Without consumedCapacity the device is the claim's whole (the driver accepts that for a
+  // dynamic MIG placement only).
+  claim = Claim();
+  claim["status"]["allocation"]["devices"]["results"][0].erase("consumedCapacity");
+  Result<ClaimAllocation> whole = ParseClaimAllocation(claim, kRef, "gpu.fgpu.io", "node-a");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_TRUE(whole->devices[0].whole);
+  EXPECT_EQ(whole->devices[0].memory_bytes, 0u);
   refused(json::array(), "no metadata");
   refused(json("text"), "no metadata");
 }

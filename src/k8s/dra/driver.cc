@@ -85,19 +85,80 @@ PrepareOutcome DraDriver::Prepare(const ClaimRef& claim) {
   return {std::move(*devices), {}};
 }
 
-Result<std::string> DraDriver::GpuOfDevice(const std::string& device) {
+std::optional<DraDriver::DeviceTarget> DraDriver::FindTargetLocked(const std::string& device) const {
+  if (auto found = devices_.find(device); found != devices_.end()) {
+    const auto gpu = gpus_.find(found->second);
+    return DeviceTarget{found->second, gpu != gpus_.end() && !gpu->second.parent_uuid.empty(), std::nullopt};
+  }
+  if (auto found = placements_.find(device); found != placements_.end()) {
+    return DeviceTarget{found->second.parent_uuid, true, found->second};
+  }
+  return std::nullopt;
+}
+
+Result<DraDriver::DeviceTarget> DraDriver::TargetOfDevice(const std::string& device) {
   {
     std::lock_guard lock(mutex_);
-    if (auto found = devices_.find(device); found != devices_.end()) return found->second.uuid;
+    if (std::optional<DeviceTarget> target = FindTargetLocked(device)) return *target;
   }
   // A device we have not seen: the GPUs may have changed since; ask the agent once.
   Result<std::vector<PublishedGpu>> gpus = agent_->Gpus();
   if (!gpus.ok()) return gpus.status();
   std::lock_guard lock(mutex_);
+  gpus_.clear();
   devices_.clear();
-  for (const PublishedGpu& gpu : *gpus) devices_[DeviceNameOf(gpu.uuid)] = gpu;
-  if (auto found = devices_.find(device); found != devices_.end()) return found->second.uuid;
+  placements_.clear();
+  std::set<std::string> dynamic;
+  for (const PublishedGpu& gpu : *gpus) {
+    gpus_[gpu.uuid] = gpu;
+    if (gpu.mig_dynamic && gpu.parent_uuid.empty()) dynamic.insert(gpu.uuid);
+  }
+  for (const PublishedGpu& gpu : *gpus) {
+    // A dynamic GPU is published as its placements; neither it nor its instances are devices.
+    if (dynamic.count(gpu.uuid) != 0 || dynamic.count(gpu.parent_uuid) != 0) continue;
+    devices_[DeviceNameOf(gpu.uuid)] = gpu.uuid;
+  }
+  for (const PublishedGpu& gpu : *gpus) {
+    for (MigPlacement& placement : PlacementsOf(gpu)) placements_[placement.device] = std::move(placement);
+  }
+  if (std::optional<DeviceTarget> target = FindTargetLocked(device)) return *target;
   return Status::NotFound("device " + device + " is not a GPU of this node's agent");
+}
+
+std::string DraDriver::WrongAllocation(const AllocatedDevice& device, const DeviceTarget& target) {
+  if (target.placement) return "";  // the claim's whole instance, whatever it asked
+  if (device.whole) {
+    return "device " + device.device +
+           " was allocated without consumedCapacity (the cluster must enable DRAConsumableCapacity)";
+  }
+  // Hard isolation is a whole MIG instance: the scheduler must have counted it all taken, or it
+  // would give the rest to another claim that the agent then cannot place.
+  if (device.parameters.isolation != std::optional<std::string>("hard")) return "";
+  if (!target.mig_instance) {
+    return "device " + device.device + " is not a MIG instance: hard isolation takes a MIG instance whole";
+  }
+  if (device.compute_percent < 100) {
+    return "hard isolation takes the whole MIG instance: its claim must consume all of its compute (ask none, or 100)";
+  }
+  return "";
+}
+
+SliceOrder DraDriver::OrderFor(const AllocatedDevice& device, const DeviceTarget& target) {
+  SliceOrder order;
+  order.gpu_uuid = target.gpu_uuid;
+  order.memory_bytes = device.memory_bytes;
+  order.compute_percent = device.compute_percent;
+  order.isolation = device.parameters.isolation;
+  if (target.placement) {
+    // The instance at the placement the scheduler chose, made by the agent, whole.
+    order.isolation = "hard";
+    order.mig_profile = target.placement->profile;
+    order.mig_start = target.placement->start;
+    order.memory_bytes = 1;  // any: the instance is all the slice's
+  }
+  order.tier = device.parameters.tier;
+  order.compute_mode = device.parameters.compute_mode;
+  return order;
 }
 
 Result<int64_t> DraDriver::OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters) {
@@ -116,10 +177,9 @@ Result<int64_t> DraDriver::OwnerOf(const ClaimAllocation& claim, const SlicePara
 
 int DraDriver::IndexOfGpu(const std::string& gpu_uuid) const {
   std::lock_guard lock(mutex_);
-  for (const auto& [name, gpu] : devices_) {
-    if (gpu.uuid == gpu_uuid) return gpu.minor >= 0 ? gpu.minor : gpu.index;
-  }
-  return -1;
+  const auto gpu = gpus_.find(gpu_uuid);
+  if (gpu == gpus_.end()) return -1;
+  return gpu->second.minor >= 0 ? gpu->second.minor : gpu->second.index;
 }
 
 Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref) {
@@ -132,44 +192,23 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
   if (!claim.ok()) return claim.status();
 
   // Every device must be one of ours before any slice is made, so a bad claim changes nothing.
-  std::vector<std::string> gpus;
+  std::vector<DeviceTarget> targets;
   for (const AllocatedDevice& device : claim->devices) {
-    Result<std::string> gpu = GpuOfDevice(device.device);
-    if (!gpu.ok()) return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " +
-                                                  gpu.status().message());
-    gpus.push_back(*gpu);
-    // Hard isolation is a whole MIG instance: the scheduler must have counted it all taken, or it
-    // would give the rest to another claim that the agent then cannot place.
-    if (device.parameters.isolation == std::optional<std::string>("hard")) {
-      std::string wrong;
-      {
-        std::lock_guard lock(mutex_);
-        const auto published = devices_.find(device.device);
-        if (published == devices_.end() || published->second.parent_uuid.empty()) {
-          wrong = "device " + device.device + " is not a MIG instance: hard isolation takes a MIG instance whole";
-        }
-      }
-      if (wrong.empty() && device.compute_percent < 100) {
-        wrong = "hard isolation takes the whole MIG instance: its claim must consume all of its compute (ask none, or 100)";
-      }
-      if (!wrong.empty()) {
-        return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " + wrong);
-      }
+    Result<DeviceTarget> target = TargetOfDevice(device.device);
+    if (!target.ok()) return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " +
+                                                     target.status().message());
+    if (const std::string wrong = WrongAllocation(device, *target); !wrong.empty()) {
+      return Status::InvalidArgument("ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " + wrong);
     }
+    targets.push_back(std::move(*target));
   }
 
   std::vector<PreparedDevice> prepared;
   std::vector<CdiDevice> cdi_devices;
   for (std::size_t i = 0; i < claim->devices.size(); ++i) {
     const AllocatedDevice& device = claim->devices[i];
-    SliceOrder order;
+    SliceOrder order = OrderFor(device, targets[i]);
     order.key = SliceKeyOf(ref.uid, device);
-    order.gpu_uuid = gpus[i];
-    order.memory_bytes = device.memory_bytes;
-    order.compute_percent = device.compute_percent;
-    order.tier = device.parameters.tier;
-    order.compute_mode = device.parameters.compute_mode;
-    order.isolation = device.parameters.isolation;
     order.tenant = device.parameters.tenant.value_or(ref.namespace_name);
     Result<int64_t> owner = OwnerOf(*claim, device.parameters);
     if (!owner.ok()) {
@@ -189,7 +228,7 @@ Result<std::vector<PreparedDevice>> DraDriver::PrepareLocked(const ClaimRef& ref
                                                device.device + ": " + slice.status().message());
     }
     const std::string cdi_name = ref.uid + "-" + device.device + (device.share_id.empty() ? "" : "-" + device.share_id);
-    Result<CdiDevice> edits = ContainerEditsFor(cdi_name, *slice, IndexOfGpu(gpus[i]), options_.edits);
+    Result<CdiDevice> edits = ContainerEditsFor(cdi_name, *slice, IndexOfGpu(targets[i].gpu_uuid), options_.edits);
     if (!edits.ok()) {
       return Status::WithCode(edits.status().code(),
                               "ResourceClaim " + ref.namespace_name + "/" + ref.name + ": " + edits.status().message());

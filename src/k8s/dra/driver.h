@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,8 +81,19 @@ class DraDriver {
   static std::string SliceKeyOf(const std::string& claim_uid, const AllocatedDevice& device);
 
  private:
+  // What an allocated device is on this node: a GPU or MIG instance the agent lists, or a
+  // placement of a dynamic MIG GPU (its instance made at prepare).
+  struct DeviceTarget {
+    std::string gpu_uuid;  // where the slice goes (a placement: its GPU)
+    bool mig_instance = false;
+    std::optional<MigPlacement> placement;
+  };
   Result<std::vector<PreparedDevice>> PrepareLocked(const ClaimRef& claim);
-  Result<std::string> GpuOfDevice(const std::string& device);
+  Result<DeviceTarget> TargetOfDevice(const std::string& device);
+  std::optional<DeviceTarget> FindTargetLocked(const std::string& device) const;
+  // Why `device` cannot be prepared as allocated ("" when it can).
+  static std::string WrongAllocation(const AllocatedDevice& device, const DeviceTarget& target);
+  static SliceOrder OrderFor(const AllocatedDevice& device, const DeviceTarget& target);
   // The parameters' runAsUser, else the first reserved pod's, else the default; an error when a
   // pod cannot be read now (a retry must not pick another owner than the first try did).
   Result<int64_t> OwnerOf(const ClaimAllocation& claim, const SliceParameters& parameters);
@@ -96,7 +108,10 @@ class DraDriver {
 
   mutable std::mutex mutex_;  // guards what follows
   std::map<std::string, std::weak_ptr<std::mutex>> claim_locks_;
-  std::map<std::string, PublishedGpu> devices_;  // device name → GPU, from the agent's last answer
+  // From the agent's last answer: every GPU by UUID, the published devices by name.
+  std::map<std::string, PublishedGpu> gpus_;
+  std::map<std::string, std::string> devices_;  // device name → GPU or instance UUID
+  std::map<std::string, MigPlacement> placements_;
   DriverCounters counters_;
 };
 

@@ -122,6 +122,41 @@ TEST_F(DraDriverTest, HardIsolationTakesAWholeMigInstanceOnly) {
   EXPECT_EQ(agent_.orders.size(), 1u) << "refused claims made nothing";
 }
 
+// A dynamic MIG GPU's placement device (KEP-4815): allocated whole, without consumedCapacity; the
+// agent is asked for the instance at that placement. A shared device allocated that way, or the
+// dynamic GPU's own UUID, is refused before anything is made.
+TEST_F(DraDriverTest, ADynamicMigPlacementAsksTheAgentForThatInstanceWhole) {
+  PublishedGpu dynamic = testing::TestGpu("GPU-00000000-0000-0000-0000-0000000000a1", 1, 85520809984);
+  dynamic.product = "NVIDIA H100 80GB HBM3";
+  dynamic.mig_dynamic = true;
+  dynamic.minor = 7;
+  agent_.gpus.push_back(dynamic);
+  const auto whole = [&](const std::string& name, const std::string& device) {
+    json claim = testing::AllocatedClaim("team-a", name, "uid-" + name, "node-a", device, "1Gi", "100");
+    claim["status"]["allocation"]["devices"]["results"][0].erase("consumedCapacity");
+    cluster_.Add(claim);
+    return ClaimRef{"team-a", name, "uid-" + name};
+  };
+  const std::string device = "gpu-00000000-0000-0000-0000-0000000000a1-3g-40gb-4";
+  PrepareOutcome made = driver_->Prepare(whole("three", device));
+  ASSERT_EQ(made.error, "");
+  ASSERT_EQ(agent_.orders.size(), 1u);
+  const SliceOrder& order = agent_.orders[0];
+  EXPECT_EQ(order.gpu_uuid, dynamic.uuid);
+  EXPECT_EQ(order.isolation, std::optional<std::string>("hard"));
+  EXPECT_EQ(order.mig_profile, std::optional<std::string>("3g.40gb"));
+  EXPECT_EQ(order.mig_start, std::optional<int>(4));
+  EXPECT_EQ(order.key, "k8s/uid-three/" + device + "/a1b2c");
+  EXPECT_EQ(made.devices[0].device, device);
+  PrepareOutcome shared = driver_->Prepare(whole("shared", "gpu-aaaa"));
+  EXPECT_NE(shared.error.find("without consumedCapacity"), std::string::npos) << shared.error;
+  PrepareOutcome parent = driver_->Prepare(whole("parent", "gpu-00000000-0000-0000-0000-0000000000a1"));
+  EXPECT_NE(parent.error.find("is not a GPU of this node"), std::string::npos) << parent.error;
+  PrepareOutcome nowhere = driver_->Prepare(whole("nowhere", "gpu-00000000-0000-0000-0000-0000000000a1-3g-40gb-2"));
+  EXPECT_NE(nowhere.error.find("is not a GPU of this node"), std::string::npos) << nowhere.error;
+  EXPECT_EQ(agent_.orders.size(), 1u) << "refused claims made nothing";
+}
+
 TEST_F(DraDriverTest, PrepareIsIdempotentAcrossKubeletRetries) {
   const ClaimRef claim = Add("train", "uid-1");
   const PrepareOutcome first = driver_->Prepare(claim);

@@ -28,6 +28,9 @@ struct SliceOrder {
   std::optional<std::string> compute_mode;
   // "hard": the slice has the whole MIG instance (the agent sizes it; compute_percent is not sent).
   std::optional<std::string> isolation;
+  // A dynamic MIG GPU's placement (gpu_uuid is the GPU's): the agent makes the instance there.
+  std::optional<std::string> mig_profile;
+  std::optional<int> mig_start;
   std::string tenant;
   std::optional<int64_t> owner_uid;
   std::string namespace_name;
@@ -82,6 +85,10 @@ class SliceStore {
   virtual Result<nlohmann::json> Create(const nlohmann::json& object) = 0;
   // Aborted when the object changed since `object`'s metadata.resourceVersion (re-read, retry).
   virtual Result<nlohmann::json> Update(const nlohmann::json& object) = 0;
+  // Every ResourceSlice of `driver` on `node` (a list's items).
+  virtual Result<std::vector<nlohmann::json>> List(const std::string& driver, const std::string& node) = 0;
+  // Deleting one that is gone is not an error.
+  virtual Status Delete(const std::string& name) = 0;
 };
 
 }  // namespace fgpu::k8s

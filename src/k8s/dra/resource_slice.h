@@ -30,6 +30,13 @@ struct PublishedGpu {
   std::string mig_profile{};
   std::string parent_uuid{};
   int mig_start = -1;
+  // A GPU in MIG mode whose instances are made per claim (the agent's "mig": "dynamic"): it is
+  // published as every placement of every profile, each consuming the memory slices it covers
+  // from the GPU's counter set (KEP-4815), and its instances are not published themselves.
+  bool mig_dynamic = false;
+  // Memory slices (bit s: slice s) taken by instances that hold no claim's slice (made outside
+  // Kubernetes): their counters are published as 0, so the scheduler places nothing over them.
+  uint8_t mig_foreign_slices = 0;
 
   bool operator==(const PublishedGpu&) const = default;
 };
@@ -62,7 +69,32 @@ uint64_t PublishedMemory(uint64_t memory_bytes, const CapacityPolicy& policy);
 nlohmann::json BuildResourceSlice(const std::string& node, int64_t generation, const std::vector<PublishedGpu>& gpus,
                                   const CapacityPolicy& policy);
 
-// The object's name: "<node>-gpu.fgpu.io", shortened with a hash when the node's name is long.
-std::string ResourceSliceName(const std::string& node);
+// The object's name: "<node>-gpu.fgpu.io", shortened with a hash when the node's name is long;
+// with a suffix ("counters-0", "mig-1"), "<node>-gpu.fgpu.io-<suffix>".
+std::string ResourceSliceName(const std::string& node, const std::string& suffix = "");
+
+// One placement of a dynamic MIG GPU: a device a claim is allocated, made an instance at prepare.
+struct MigPlacement {
+  std::string device;       // "<gpu device>-3g-40gb-4"
+  std::string parent_uuid;  // the GPU's
+  std::string profile;      // "3g.40gb"
+  int start = 0;            // first memory slice
+  uint64_t memory_bytes = 0;
+  bool operator==(const MigPlacement&) const = default;
+};
+
+// Every placement of every profile of `gpu` when it is a dynamic MIG GPU of a known model (empty
+// otherwise), by profile then start.
+std::vector<MigPlacement> PlacementsOf(const PublishedGpu& gpu);
+
+// The name of a dynamic GPU's counter set: "<gpu device>-counters".
+std::string CounterSetNameOf(const std::string& gpu_uuid);
+
+// The node's whole pool, every object with `generation` and resourceSliceCount = their number:
+// first BuildResourceSlice's (whole GPUs, fixed MIG instances); then, with dynamic MIG GPUs, the
+// objects of their counter sets (at most 8 per object) and of their placements (at most 64
+// devices per object), named ResourceSliceName(node, "counters-<k>") and (node, "mig-<k>").
+std::vector<nlohmann::json> BuildResourcePool(const std::string& node, int64_t generation,
+                                              const std::vector<PublishedGpu>& gpus, const CapacityPolicy& policy);
 
 }  // namespace fgpu::k8s

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "core/mig_profiles.h"
 #include "k8s/dra/quantity.h"
 
 namespace fgpu::k8s {
@@ -120,5 +125,138 @@ TEST(ResourceSliceTest, LongNodeNamesGiveAValidObjectName) {
   EXPECT_NE(name, ResourceSliceName(std::string(249, 'n') + "m"));
 }
 
+
+PublishedGpu DynamicH100(int index, const std::string& uuid) {
+  PublishedGpu gpu = H100(index, uuid);
+  gpu.mig_dynamic = true;
+  return gpu;
+}
+
+// KEP-4815: a dynamic MIG GPU is a counter set (a counter per memory slice, one for the media
+// extensions) in an object of its own, and every placement of every profile a device consuming
+// the slices it covers; its instances and the GPU itself are not devices.
+TEST(ResourcePoolTest, ADynamicMigGpuIsACounterSetAndItsPlacements) {
+  PublishedGpu instance = H100(1, "MIG-cccc");
+  instance.parent_uuid = "GPU-bbbb";
+  instance.mig_profile = "3g.40gb";
+  const std::vector<nlohmann::json> pool =
+      BuildResourcePool("node-a", 4, {H100(0, "GPU-aaaa"), DynamicH100(1, "GPU-bbbb"), instance}, {});
+  ASSERT_EQ(pool.size(), 3u);
+  for (const nlohmann::json& object : pool) {
+    EXPECT_EQ(object["spec"]["pool"]["generation"], 4);
+    EXPECT_EQ(object["spec"]["pool"]["resourceSliceCount"], 3);
+    EXPECT_EQ(object["spec"]["pool"]["name"], "node-a");
+  }
+  EXPECT_EQ(pool[0]["metadata"]["name"], "node-a-gpu.fgpu.io");
+  ASSERT_EQ(pool[0]["spec"]["devices"].size(), 1u) << "the shared GPU only";
+  EXPECT_EQ(pool[0]["spec"]["devices"][0]["name"], "gpu-aaaa");
+  EXPECT_EQ(pool[1]["metadata"]["name"], "node-a-gpu.fgpu.io-counters-0");
+  EXPECT_FALSE(pool[1]["spec"].contains("devices"));
+  const nlohmann::json& set = pool[1]["spec"]["sharedCounters"][0];
+  EXPECT_EQ(set["name"], "gpu-bbbb-counters");
+  EXPECT_EQ(set["counters"].size(), 9u);
+  EXPECT_EQ(set["counters"]["memory-slice-0"]["value"], "1");
+  EXPECT_EQ(pool[2]["metadata"]["name"], "node-a-gpu.fgpu.io-mig-0");
+  const nlohmann::json& devices = pool[2]["spec"]["devices"];
+  std::set<std::string> names;
+  size_t placements = 0;
+  for (const mig::Profile& profile : mig::InfoOf(mig::Model::kH100_80GB).profiles) {
+    for (int start = 0; start < mig::kMemorySlices; ++start) placements += profile.CanStartAt(start) ? 1 : 0;
+  }
+  ASSERT_EQ(devices.size(), placements);
+  for (const nlohmann::json& device : devices) {
+    names.insert(device["name"].get<std::string>());
+    EXPECT_FALSE(device.contains("allowMultipleAllocations")) << "a placement is one claim's whole";
+    EXPECT_EQ(device["attributes"]["type"]["string"], "mig");
+    EXPECT_EQ(device["attributes"]["parentUUID"]["string"], "GPU-bbbb");
+    EXPECT_EQ(device["consumesCounters"][0]["counterSet"], "gpu-bbbb-counters");
+  }
+  EXPECT_EQ(names.size(), devices.size()) << "names are unique";
+  const auto three = std::find_if(devices.begin(), devices.end(), [](const nlohmann::json& d) { return d["name"] == "gpu-bbbb-3g-40gb-4"; });
+  ASSERT_NE(three, devices.end());
+  EXPECT_EQ((*three)["attributes"]["migProfile"]["string"], "3g.40gb");
+  EXPECT_EQ((*three)["attributes"]["migStart"]["int"], 4);
+  EXPECT_EQ((*three)["capacity"]["memory"]["value"], FormatQuantity(mig::FindProfileByName(mig::InfoOf(mig::Model::kH100_80GB), "3g.40gb")->memory_bytes, true));
+  const nlohmann::json& consumed = (*three)["consumesCounters"][0]["counters"];
+  EXPECT_EQ(consumed.size(), 4u);
+  for (const char* slot : {"memory-slice-4", "memory-slice-5", "memory-slice-6", "memory-slice-7"}) {
+    EXPECT_EQ(consumed[slot]["value"], "1") << slot;
+  }
+  const std::vector<MigPlacement> listed = PlacementsOf(DynamicH100(1, "GPU-bbbb"));
+  ASSERT_EQ(listed.size(), placements);
+  EXPECT_TRUE(PlacementsOf(H100(0, "GPU-aaaa")).empty());
+}
+
+// Without a dynamic GPU the pool is the one object it always was.
+TEST(ResourcePoolTest, WithoutDynamicGpusThePoolIsOneObject) {
+  const std::vector<nlohmann::json> pool = BuildResourcePool("node-a", 2, {H100(0, "GPU-aaaa")}, {});
+  ASSERT_EQ(pool.size(), 1u);
+  EXPECT_EQ(pool[0], BuildResourceSlice("node-a", 2, {H100(0, "GPU-aaaa")}, {}));
+}
+
+// Many dynamic GPUs: at most 8 counter sets and 64 devices to an object, every set named once.
+TEST(ResourcePoolTest, ManyDynamicGpusSplitIntoObjectsWithinTheLimits) {
+  std::vector<PublishedGpu> gpus;
+  for (int i = 0; i < 10; ++i) gpus.push_back(DynamicH100(i, "GPU-" + std::to_string(1000 + i)));
+  const std::vector<nlohmann::json> pool = BuildResourcePool("node-a", 1, gpus, {});
+  std::set<std::string> sets;
+  size_t devices = 0, counter_objects = 0;
+  for (const nlohmann::json& object : pool) {
+    EXPECT_EQ(object["spec"]["pool"]["resourceSliceCount"], static_cast<int64_t>(pool.size()));
+    if (object["spec"].contains("sharedCounters")) {
+      ++counter_objects;
+      EXPECT_LE(object["spec"]["sharedCounters"].size(), 8u);
+      for (const nlohmann::json& set : object["spec"]["sharedCounters"]) EXPECT_TRUE(sets.insert(set["name"]).second);
+    } else {
+      EXPECT_LE(object["spec"]["devices"].size(), object == pool[0] ? 128u : 64u);
+      devices += object["spec"]["devices"].size();
+    }
+  }
+  EXPECT_EQ(counter_objects, 2u);
+  EXPECT_EQ(sets.size(), 10u);
+  EXPECT_EQ(devices, 10 * PlacementsOf(gpus[0]).size());
+}
+
+// Memory slices that instances made outside Kubernetes hold are published as spent (0).
+TEST(ResourcePoolTest, SlicesTakenOutsideKubernetesAreSpentCounters) {
+  PublishedGpu gpu = DynamicH100(1, "GPU-bbbb");
+  gpu.mig_foreign_slices = 0xF0;  // a 3g.40gb at 4, held by fgpu run
+  const std::vector<nlohmann::json> pool = BuildResourcePool("node-a", 1, {gpu}, {});
+  const nlohmann::json& counters = pool[1]["spec"]["sharedCounters"][0]["counters"];
+  EXPECT_EQ(counters["memory-slice-3"]["value"], "1");
+  EXPECT_EQ(counters["memory-slice-4"]["value"], "0");
+  EXPECT_EQ(counters["memory-slice-7"]["value"], "0");
+}
+
+// The counters say exactly what the MIG placement rules say, on every model: a set of placements
+// the counters admit (no memory slice twice, one media instance) is a valid geometry, and so the
+// scheduler can never allocate two placements the GPU could not hold together.
+TEST(ResourcePoolTest, WhatTheCountersAdmitIsAValidGeometryOnEveryModel) {
+  for (const mig::ModelInfo& model : mig::Models()) {
+    std::vector<mig::Placed> placements;
+    for (const mig::Profile& profile : model.profiles) {
+      for (int start = 0; start < mig::kMemorySlices; ++start) {
+        if (profile.CanStartAt(start)) placements.push_back({profile.id, start});
+      }
+    }
+    int geometries = 0;
+    // Every set the counters admit, grown one placement at a time in order (each set once).
+    std::vector<mig::Placed> chosen;
+    std::function<void(size_t, uint8_t, bool)> grow = [&](size_t from, uint8_t used, bool media) {
+      ++geometries;
+      ASSERT_EQ(mig::CheckGeometry(model, chosen), mig::GeometryError::kNone) << model.name;
+      for (size_t i = from; i < placements.size(); ++i) {
+        const mig::Profile* profile = mig::FindProfile(model, placements[i].profile_id);
+        const uint8_t covers = profile->Occupies(placements[i].start);
+        if ((covers & used) != 0 || (profile->media && media)) continue;
+        chosen.push_back(placements[i]);
+        grow(i + 1, static_cast<uint8_t>(used | covers), media || profile->media);
+        chosen.pop_back();
+      }
+    };
+    grow(0, 0, false);
+    EXPECT_GT(geometries, 100) << model.name;
+  }
+}
 }  // namespace
 }  // namespace fgpu::k8s

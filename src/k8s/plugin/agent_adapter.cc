@@ -1,5 +1,9 @@
 #include "k8s/plugin/agent_adapter.h"
 
+#include <algorithm>
+
+#include "core/mig_profiles.h"
+
 namespace fgpu::k8s {
 namespace {
 
@@ -29,6 +33,8 @@ Result<GrantedSlice> AgentAdapter::Create(const SliceOrder& order) {
   request.tier = order.tier;
   if (!order.tenant.empty()) request.tenant = order.tenant;
   request.gpu = order.gpu_uuid;
+  request.mig_profile = order.mig_profile;
+  request.mig_start = order.mig_start;
   request.idempotency_key = order.key;
   if (order.owner_uid) request.owner = static_cast<uint32_t>(*order.owner_uid);
   request.labels.kube_namespace = order.namespace_name;
@@ -63,14 +69,44 @@ Status AgentAdapter::Delete(const std::string& id) {
   return deleted;
 }
 
+namespace {
+
+// The memory slices of `parent`'s instances that hold a slice not made for a claim (its key is
+// not "k8s/…"): taken outside Kubernetes, so the scheduler must not place over them.
+uint8_t ForeignSlices(const api::Gpu& parent, const std::vector<api::Gpu>& gpus, const std::vector<api::Slice>& slices) {
+  const mig::ModelInfo* model = mig::ModelOfProduct(parent.name, parent.memory_total);
+  if (model == nullptr) return 0;
+  uint8_t taken = 0;
+  for (const api::Gpu& instance : gpus) {
+    if (instance.parent_uuid != parent.uuid) continue;
+    const bool foreign = std::any_of(slices.begin(), slices.end(), [&](const api::Slice& slice) {
+      const std::string key = slice.details ? slice.details->idempotency_key : std::string();
+      return slice.gpu == instance.uuid && key.rfind("k8s/", 0) != 0;
+    });
+    const mig::Profile* profile = mig::FindProfileByName(*model, instance.mig_profile);
+    if (foreign && profile != nullptr) taken |= profile->Occupies(instance.mig_start);
+  }
+  return taken;
+}
+
+}  // namespace
+
 Result<std::vector<PublishedGpu>> AgentAdapter::Gpus() {
   Result<std::vector<api::Gpu>> gpus = client_.ListGpus();
   if (!gpus.ok()) return gpus.status();
+  const bool any_dynamic = std::any_of(gpus->begin(), gpus->end(), [](const api::Gpu& gpu) { return gpu.mig_dynamic; });
+  std::vector<api::Slice> slices;
+  if (any_dynamic) {
+    Result<std::vector<api::Slice>> listed = client_.ListSlices();
+    if (!listed.ok()) return listed.status();
+    slices = std::move(*listed);
+  }
   std::vector<PublishedGpu> published;
   for (const api::Gpu& gpu : *gpus) {
-    // What a claim's slice can go on: a shared GPU or a MIG instance (a slice inside it); not a
-    // GPU in MIG mode itself, nor one of the exclusive class (docs/mig.md "Isolation classes").
-    const bool mig_gpu = gpu.isolation == "mig" && gpu.parent_uuid.empty();
+    // What a claim's slice can go on: a shared GPU or a MIG instance (a slice inside it), and a
+    // dynamic MIG GPU (its placements); not a GPU in MIG mode with a fixed geometry itself, nor
+    // one of the exclusive class (docs/mig.md "Isolation classes").
+    const bool mig_gpu = gpu.isolation == "mig" && gpu.parent_uuid.empty() && !gpu.mig_dynamic;
     if (mig_gpu || gpu.isolation == "exclusive") continue;
     PublishedGpu entry;
     entry.uuid = gpu.uuid;
@@ -85,6 +121,8 @@ Result<std::vector<PublishedGpu>> AgentAdapter::Gpus() {
     entry.mig_profile = gpu.mig_profile;
     entry.parent_uuid = gpu.parent_uuid;
     entry.mig_start = gpu.mig_start;
+    entry.mig_dynamic = gpu.mig_dynamic;
+    if (gpu.mig_dynamic) entry.mig_foreign_slices = ForeignSlices(gpu, *gpus, slices);
     published.push_back(std::move(entry));
   }
   return published;

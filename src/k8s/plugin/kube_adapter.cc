@@ -1,6 +1,7 @@
 #include "k8s/plugin/kube_adapter.h"
 
 #include "k8s/client/events.h"
+#include "k8s/client/json_fields.h"
 #include "k8s/plugin/plugin_log.h"
 
 namespace fgpu::k8s {
@@ -14,6 +15,13 @@ Result<json> RacesAborted(Result<json> result) {
     return Status::Aborted(result.status().message());
   }
   return result;
+}
+
+// A list's items as a vector (none when the list has no array of them).
+std::vector<json> ItemsOf(const json& list) {
+  const json* items = Member(list, "items");
+  if (items == nullptr || !items->is_array()) return {};
+  return std::vector<json>(items->begin(), items->end());
 }
 
 }  // namespace
@@ -33,9 +41,7 @@ Result<std::vector<json>> KubeAdapter::ListClaims() {
   options.all_pages = true;
   Result<json> list = client_->List(std::string(kResourceApi) + "/resourceclaims", options);
   if (!list.ok()) return list.status();
-  std::vector<json> claims;
-  for (const json& item : list->value("items", json::array())) claims.push_back(item);
-  return claims;
+  return ItemsOf(*list);
 }
 
 void KubeAdapter::ReportPrepareFailure(const ClaimRef& claim, const std::string& message) {
@@ -64,6 +70,21 @@ Result<json> KubeAdapter::Create(const json& object) {
 Result<json> KubeAdapter::Update(const json& object) {
   const std::string name = object["metadata"].value("name", "");
   return RacesAborted(client_->Update(std::string(kResourceApi) + "/resourceslices/" + UrlEncode(name), object));
+}
+
+Result<std::vector<json>> KubeAdapter::List(const std::string& driver, const std::string& node) {
+  ListOptions options;
+  options.field_selector = "spec.driver=" + driver + ",spec.nodeName=" + node;
+  options.all_pages = true;
+  Result<json> list = client_->List(std::string(kResourceApi) + "/resourceslices", options);
+  if (!list.ok()) return list.status();
+  return ItemsOf(*list);
+}
+
+Status KubeAdapter::Delete(const std::string& name) {
+  Result<json> deleted = client_->Delete(std::string(kResourceApi) + "/resourceslices/" + UrlEncode(name));
+  if (!deleted.ok() && deleted.status().code() != StatusCode::kNotFound) return deleted.status();
+  return Status::Ok();
 }
 
 }  // namespace fgpu::k8s

@@ -21,6 +21,8 @@ class KubeAdapter : public ClusterReader, public SliceStore {
   Result<nlohmann::json> Get(const std::string& name) override;
   Result<nlohmann::json> Create(const nlohmann::json& object) override;
   Result<nlohmann::json> Update(const nlohmann::json& object) override;
+  Result<std::vector<nlohmann::json>> List(const std::string& driver, const std::string& node) override;
+  Status Delete(const std::string& name) override;
 
  private:
   const KubeClient* client_;
