@@ -400,51 +400,41 @@ def _counters_errors(counters, field, require_entries):
     return errs
 
 
+def _counter_holders_errors(items, field, key, limit, require_entries):
+    """A list of counter holders (CounterSets, DeviceCounterConsumptions): at most `limit`; each
+    one's `key` a DNS label, unique in the list; its counters at most 32 entries (and at least
+    one when `require_entries`)."""
+    if not isinstance(items, list):
+        return []
+    errs = []
+    if len(items) > limit:
+        errs.append((field, f"Too many: {len(items)}: must have at most {limit} items"))
+    seen = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        at = f"{field}[{i}]"
+        name = item.get(key)
+        if name is not None:  # a missing one is the schema's "Required value"
+            errs += dns_label_errors(name, f"{at}.{key}")
+            if name and name in seen:
+                errs.append((f"{at}.{key}", f"Duplicate value: {json.dumps(name)}"))
+            seen.add(name)
+        errs += _counters_errors(item.get("counters"), f"{at}.counters", require_entries=require_entries)
+    return errs
+
+
 def _shared_counters_errors(sets):
     """ResourceSliceSpec.sharedCounters: at most 8 CounterSets; CounterSet.name a DNS label,
     unique in the slice (pool-wide uniqueness: pool_counter_set_errors); CounterSet.counters
     non-empty, at most 32 entries."""
-    if not isinstance(sets, list):
-        return []
-    errs = []
-    if len(sets) > MAX_COUNTER_SETS:
-        errs.append(("spec.sharedCounters", f"Too many: {len(sets)}: must have at most {MAX_COUNTER_SETS} items"))
-    names = set()
-    for i, cs in enumerate(sets):
-        if not isinstance(cs, dict):
-            continue
-        field = f"spec.sharedCounters[{i}]"
-        name = cs.get("name")
-        if name is not None:  # a missing name is the schema's "Required value"
-            errs += dns_label_errors(name, f"{field}.name")
-            if name and name in names:
-                errs.append((f"{field}.name", f"Duplicate value: {json.dumps(name)}"))
-            names.add(name)
-        errs += _counters_errors(cs.get("counters"), f"{field}.counters", require_entries=True)
-    return errs
+    return _counter_holders_errors(sets, "spec.sharedCounters", "name", MAX_COUNTER_SETS, True)
 
 
 def _consumes_counters_errors(entries, field):
     """Device.consumesCounters: at most 2 entries, one per counter set;
     DeviceCounterConsumption.counterSet a DNS label; its counters at most 32 entries."""
-    if not isinstance(entries, list):
-        return []
-    errs = []
-    if len(entries) > MAX_DEVICE_COUNTER_CONSUMPTIONS:
-        errs.append((field, f"Too many: {len(entries)}: must have at most {MAX_DEVICE_COUNTER_CONSUMPTIONS} items"))
-    sets = set()
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            continue
-        ef = f"{field}[{i}]"
-        name = entry.get("counterSet")
-        if name is not None:  # a missing counterSet is the schema's "Required value"
-            errs += dns_label_errors(name, f"{ef}.counterSet")
-            if name and name in sets:
-                errs.append((f"{ef}.counterSet", f"Duplicate value: {json.dumps(name)}"))
-            sets.add(name)
-        errs += _counters_errors(entry.get("counters"), f"{ef}.counters", require_entries=False)
-    return errs
+    return _counter_holders_errors(entries, field, "counterSet", MAX_DEVICE_COUNTER_CONSUMPTIONS, False)
 
 
 def pool_counter_set_errors(obj, other_slices):
