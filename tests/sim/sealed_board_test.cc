@@ -116,11 +116,13 @@ class SealedBoards : public ::testing::Test {
   std::unique_ptr<RunningProbe> agent_;
 };
 
-std::vector<std::string> Saturating(const std::string& seconds = "3") {
+std::vector<std::string> Saturating(const std::string& seconds = "4") {
   return {"--duty", "100", "--seconds", seconds, "--kernel-us", "1000", "--window-ms", "1000"};
 }
 
-// Percent of the busy time each run got, per 1 s window after the first (the staggered starts).
+// Percent of the busy time each run got, per 1 s window of each run's own clock, except the
+// first and the last: the runs start a little apart, so they also end apart, and in its last
+// window the later one runs partly alone (CI once saw 33/67 there for a 30/70 split).
 void ExpectShares(const std::vector<ProbeResult>& runs, const std::vector<double>& targets, double tolerance,
                   std::size_t first_window = 1) {
   std::vector<std::vector<double>> windows;
@@ -132,8 +134,8 @@ void ExpectShares(const std::vector<ProbeResult>& runs, const std::vector<double
   }
   std::size_t count = SIZE_MAX;
   for (const auto& w : windows) count = std::min(count, w.size());
-  ASSERT_GT(count, first_window) << "no whole window to judge";
-  for (std::size_t i = first_window; i < count; ++i) {
+  ASSERT_GT(count, first_window + 1) << "no whole window to judge";
+  for (std::size_t i = first_window; i + 1 < count; ++i) {
     double total = 0;
     for (const auto& w : windows) total += w[i];
     for (std::size_t r = 0; r < runs.size(); ++r) {
@@ -187,7 +189,7 @@ TEST_F(SealedBoards, AForgedTierInTheBoardGainsNothing) {
   running.push_back(Spin(b, Saturating()));
   RunningProbe forger(segment_, config_,
                       {FGPU_BOARD_FORGER_PATH, "--socket", state_ + "/boards.sock", "--uuid", a["gpu"].get<std::string>(),
-                       "--slice", a["dir"].get<std::string>(), "--uid", std::to_string(kTenant), "--seconds", "3.5"},
+                       "--slice", a["dir"].get<std::string>(), "--uid", std::to_string(kTenant), "--seconds", "4.5"},
                       {"ASAN_OPTIONS=verify_asan_link_order=0"});
   const std::vector<ProbeResult> runs = WaitAll(running);
   const ProbeResult forged = forger.Wait();

@@ -17,6 +17,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cudaProfilerTypedefs.h>
 
 #include "core/abi/cuda_api.h"
 

@@ -477,6 +477,23 @@ namespace ours {
   X(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) \
   X(CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE) \
   X(CU_FUNC_ATTRIBUTE_MAX)
+#define FGPU_ENUM_CUipcMem_flags(X, A) X(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+#define FGPU_ENUM_CUoccupancy_flags(X, A) \
+  X(CU_OCCUPANCY_DEFAULT) \
+  X(CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+#define FGPU_ENUM_CUfunc_cache(X, A) \
+  X(CU_FUNC_CACHE_PREFER_NONE) \
+  X(CU_FUNC_CACHE_PREFER_SHARED) \
+  X(CU_FUNC_CACHE_PREFER_L1) \
+  X(CU_FUNC_CACHE_PREFER_EQUAL)
+#define FGPU_ENUM_CUjitInputType(X, A) \
+  X(CU_JIT_INPUT_CUBIN) \
+  X(CU_JIT_INPUT_PTX) \
+  X(CU_JIT_INPUT_FATBINARY) \
+  X(CU_JIT_INPUT_OBJECT) \
+  X(CU_JIT_INPUT_LIBRARY) \
+  X(CU_JIT_INPUT_NVVM) \
+  X(CU_JIT_NUM_INPUT_TYPES)
 #define FGPU_ENUM_CUjit_option(X, A) \
   X(CU_JIT_MAX_REGISTERS) \
   X(CU_JIT_THREADS_PER_BLOCK) \
@@ -609,6 +626,8 @@ namespace ours {
   M(CUuuid, bytes)
 #define FGPU_MEMBERS_CUipcMemHandle_v1(M) \
   M(CUipcMemHandle_v1, reserved)
+#define FGPU_MEMBERS_CUipcEventHandle_v1(M) \
+  M(CUipcEventHandle_v1, reserved)
 #define FGPU_MEMBERS_CUdevprop_v1(M) \
   M(CUdevprop_v1, maxThreadsPerBlock) \
   M(CUdevprop_v1, maxThreadsDim) \
@@ -920,6 +939,10 @@ namespace ours {
   E(CUmemPool_attribute, CUmemPool_attribute_enum) \
   E(CUfunction_attribute, CUfunction_attribute_enum) \
   E(CUjit_option, CUjit_option_enum) \
+  E(CUipcMem_flags, CUipcMem_flags_enum) \
+  E(CUoccupancy_flags, CUoccupancy_flags_enum) \
+  E(CUfunc_cache, CUfunc_cache_enum) \
+  E(CUjitInputType, CUjitInputType_enum) \
   E(CUlibraryOption, CUlibraryOption_enum) \
   E(CUaccessProperty, CUaccessProperty_enum) \
   E(CUsynchronizationPolicy, CUsynchronizationPolicy_enum) \
@@ -939,6 +962,7 @@ namespace ours {
 #define FGPU_STRUCT_TYPES(S) \
   S(CUuuid, CUuuid_st) \
   S(CUipcMemHandle_v1, CUipcMemHandle_st) \
+  S(CUipcEventHandle_v1, CUipcEventHandle_st) \
   S(CUdevprop_v1, CUdevprop_st) \
   S(CUexecAffinitySmCount_v1, CUexecAffinitySmCount_st) \
   S(CUexecAffinityParam_v1, CUexecAffinityParam_st) \
@@ -976,6 +1000,7 @@ namespace ours {
 #define FGPU_HANDLE_TYPES(H) \
   H(CUcontext, CUctx_st) \
   H(CUmodule, CUmod_st) \
+  H(CUlinkState, CUlinkState_st) \
   H(CUfunction, CUfunc_st) \
   H(CUlibrary, CUlib_st) \
   H(CUkernel, CUkern_st) \
@@ -1005,6 +1030,7 @@ namespace ours {
   T(CUdevice, CUdevice_v1) \
   T(CUmemGenericAllocationHandle, CUmemGenericAllocationHandle_v1) \
   T(CUipcMemHandle, CUipcMemHandle_v1) \
+  T(CUipcEventHandle, CUipcEventHandle_v1) \
   T(CUdevprop, CUdevprop_v1) \
   T(CUexecAffinitySmCount, CUexecAffinitySmCount_v1) \
   T(CUexecAffinityParam, CUexecAffinityParam_v1) \
@@ -1137,7 +1163,8 @@ constexpr bool SameCallback(R1 (*)(A1...), R2 (*)(A2...)) {
 }
 static_assert(SameCallback(ours::CUstreamCallback{}, ::CUstreamCallback{}), "CUstreamCallback");
 static_assert(SameCallback(ours::CUhostFn{}, ::CUhostFn{}), "CUhostFn");
+static_assert(SameCallback(ours::CUoccupancyB2DSize{}, ::CUoccupancyB2DSize{}), "CUoccupancyB2DSize");
 
 }  // namespace
 
-extern const int kFgpuTypeChecks = kEnumValues + kListedValues + kStructChecks + kTypedefChecks + 2;
+extern const int kFgpuTypeChecks = kEnumValues + kListedValues + kStructChecks + kTypedefChecks + 3;

@@ -373,6 +373,52 @@ CUresult cuDeviceGraphMemTrim(CUdevice device);
 CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value);
 CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void* value);
 
+// Inter-process memory and events
+CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdeviceptr dptr);
+CUresult cuIpcOpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
+CUresult cuIpcGetEventHandle(CUipcEventHandle* pHandle, CUevent event);
+CUresult cuIpcOpenEventHandle(CUevent* phEvent, CUipcEventHandle handle);
+
+// Peer access, function cache, host allocation flags
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);
+CUresult cuCtxDisablePeerAccess(CUcontext peerContext);
+CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config);
+CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p);
+
+// Occupancy
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func, int blockSize,
+                                                     size_t dynamicSMemSize);
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, CUfunction func, int blockSize,
+                                                              size_t dynamicSMemSize, unsigned int flags);
+CUresult cuOccupancyMaxPotentialBlockSize(int* minGridSize, int* blockSize, CUfunction func,
+                                          CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+                                          int blockSizeLimit);
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int* minGridSize, int* blockSize, CUfunction func,
+                                                   CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                   size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags);
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, CUfunction func, int numBlocks,
+                                                 int blockSize);
+
+// The JIT linker
+CUresult cuLinkCreate(unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut);
+CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option* options, void** optionValues, CUlinkState* stateOut);
+CUresult cuLinkAddData(CUlinkState state, CUjitInputType type, void* data, size_t size, const char* name,
+                       unsigned int numOptions, CUjit_option* options, void** optionValues);
+CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data, size_t size, const char* name,
+                          unsigned int numOptions, CUjit_option* options, void** optionValues);
+CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions,
+                       CUjit_option* options, void** optionValues);
+CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char* path, unsigned int numOptions,
+                          CUjit_option* options, void** optionValues);
+CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut);
+CUresult cuLinkDestroy(CUlinkState state);
+
+// Profiler control
+CUresult cuProfilerStart(void);
+CUresult cuProfilerStop(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -79,6 +79,13 @@ typedef struct CUipcMemHandle_st {
   char reserved[CU_IPC_HANDLE_SIZE];
 } CUipcMemHandle_v1;
 typedef CUipcMemHandle_v1 CUipcMemHandle;
+typedef struct CUipcEventHandle_st {
+  char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcEventHandle_v1;
+typedef CUipcEventHandle_v1 CUipcEventHandle;
+typedef enum CUipcMem_flags_enum {
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
+} CUipcMem_flags;
 
 // ---------------------------------------------------------------- results
 // X(name, value) for every CUresult of CUDA 13.0, in cuda.h order. The enum
@@ -480,6 +487,31 @@ typedef struct CUctxCreateParams_st {
 // Host callbacks run by the driver on its own thread.
 typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void* userData);
 typedef void (*CUhostFn)(void* userData);
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+
+typedef enum CUoccupancy_flags_enum {
+  CU_OCCUPANCY_DEFAULT = 0x0,
+  CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE = 0x1,
+} CUoccupancy_flags;
+
+typedef enum CUfunc_cache_enum {
+  CU_FUNC_CACHE_PREFER_NONE = 0x00,
+  CU_FUNC_CACHE_PREFER_SHARED = 0x01,
+  CU_FUNC_CACHE_PREFER_L1 = 0x02,
+  CU_FUNC_CACHE_PREFER_EQUAL = 0x03,
+} CUfunc_cache;
+
+typedef enum CUjitInputType_enum {
+  CU_JIT_INPUT_CUBIN = 0,
+  CU_JIT_INPUT_PTX = 1,
+  CU_JIT_INPUT_FATBINARY = 2,
+  CU_JIT_INPUT_OBJECT = 3,
+  CU_JIT_INPUT_LIBRARY = 4,
+  CU_JIT_INPUT_NVVM = 5,
+  CU_JIT_NUM_INPUT_TYPES = 6,
+} CUjitInputType;
+
+typedef struct CUlinkState_st* CUlinkState;
 
 // ---------------------------------------------------------------- memory
 typedef enum CUmemAttach_flags_enum {

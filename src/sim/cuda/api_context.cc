@@ -1,4 +1,5 @@
 // Contexts: primary contexts, created contexts, the per-thread current-context stack.
+#include <algorithm>
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/runtime.h"
 
@@ -241,6 +242,36 @@ CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
 }
 CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
   return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  Context* peer = Runtime::Get().LookupContext(peerContext);
+  if (peer == nullptr || peer == ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  // cuDeviceCanAccessPeer's answer: another device is a peer, a device is not its own.
+  if (peer->device == ctx->device) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  std::lock_guard lock(ctx->mu);
+  if (std::find(ctx->peers.begin(), ctx->peers.end(), peer->id) != ctx->peers.end()) {
+    return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  }
+  ctx->peers.push_back(peer->id);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  Context* peer = Runtime::Get().LookupContext(peerContext);
+  if (peer == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard lock(ctx->mu);
+  const auto enabled = std::find(ctx->peers.begin(), ctx->peers.end(), peer->id);
+  if (enabled == ctx->peers.end()) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  ctx->peers.erase(enabled);
+  return CUDA_SUCCESS;
 }
 
 }  // extern "C"

@@ -32,9 +32,22 @@ CUresult Record(CUevent handle, CUstream stream_handle, unsigned flags, bool per
   if (CUresult rc = Runtime::Get().ResolveStream(stream_handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (stream->ctx != event->ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  event->time_ns.store(std::max(SharedDevices::NowNs(), Runtime::Get().ReadyTime(*stream)));
+  const uint64_t done = std::max(SharedDevices::NowNs(), Runtime::Get().ReadyTime(*stream));
+  event->time_ns.store(done);
   event->recorded.store(true);
+  if (event->shared != nullptr) event->shared->store(done);
   return CUDA_SUCCESS;
+}
+
+// When the event's last record completes; false if it was never recorded (here or, for an
+// interprocess event, in any process that has it).
+bool RecordedTime(const Event& event, uint64_t* time) {
+  if (event.shared != nullptr) {
+    *time = event.shared->load();
+    return *time != 0;
+  }
+  *time = event.time_ns.load();
+  return event.recorded.load();
 }
 
 CUresult Elapsed(float* ms, CUevent start_handle, CUevent end_handle) {
@@ -82,14 +95,15 @@ CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned 
 CUresult cuEventQuery(CUevent hEvent) {
   Event* event = nullptr;
   if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
-  if (!event->recorded.load()) return CUDA_SUCCESS;  // never-recorded events count as complete
-  return SharedDevices::NowNs() >= event->time_ns.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  uint64_t time = 0;
+  if (!RecordedTime(*event, &time)) return CUDA_SUCCESS;  // never-recorded events count as complete
+  return SharedDevices::NowNs() >= time ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult cuEventSynchronize(CUevent hEvent) {
   Event* event = nullptr;
   if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
-  if (event->recorded.load()) Runtime::SleepUntil(event->time_ns.load());
+  if (uint64_t time = 0; RecordedTime(*event, &time)) Runtime::SleepUntil(time);
   fgpu::sim::cuda::TrimPoolsAfterSync(event->ctx->device);
   return CUDA_SUCCESS;
 }
@@ -105,6 +119,7 @@ CUresult cuEventDestroy_v2(CUevent hEvent) {
   Event* event = nullptr;
   if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
   HandleRegistry::Get().Erase(event);
+  fgpu::sim::cuda::ReleaseSharedEventPage(*event);
   delete event;
   return CUDA_SUCCESS;
 }

@@ -107,6 +107,15 @@ extern "C" {
 
 CUresult cuInit(unsigned int Flags) { return Runtime::Get().Init(Flags); }
 
+// No profiler attaches to the simulator: starting and stopping collection is a no-op, as on a
+// real driver with no profiler running, once a context is current.
+CUresult cuProfilerStart(void) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  fgpu::sim::cuda::Context* ctx = nullptr;
+  return Runtime::Get().CurrentContext(&ctx);
+}
+CUresult cuProfilerStop(void) { return cuProfilerStart(); }
+
 CUresult cuDriverGetVersion(int* driverVersion) {
   if (driverVersion == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *driverVersion = kDriverVersion;

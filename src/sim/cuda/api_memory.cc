@@ -69,6 +69,7 @@ CUresult Allocate(Context* ctx, AllocKind kind, uint64_t map_bytes, uint64_t cha
 }
 
 void Release(const Allocation& a) {
+  if (a.kind == AllocKind::kDevice || a.kind == AllocKind::kPitched || a.kind == AllocKind::kIpcImport) ForgetIpc(a);
   UnmapBacking(a.base, a.mapped_length);
   if (a.charged != 0) Runtime::Get().Credit(a.device, a.charged);
 }
@@ -401,6 +402,19 @@ CUresult cuMemFreeHost(void* p) {
         [](const sim::Allocation& a) { return a.kind == sim::AllocKind::kHostPinned; });
     if (!removed) return CUDA_ERROR_INVALID_VALUE;
     sim::Release(*removed);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemHostGetFlags(unsigned int* pFlags, void* p) {
+  return Guarded([&] {
+    sim::Context* ctx = nullptr;
+    if (CUresult rc = sim::Current(&ctx); rc != CUDA_SUCCESS) return rc;
+    if (pFlags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    // The flags of a cuMemHostAlloc / cuMemAllocHost allocation (any address inside it).
+    const auto found = sim::MemoryRegistry::Get().Find(reinterpret_cast<uint64_t>(p));
+    if (!found || found->kind != sim::AllocKind::kHostPinned) return CUDA_ERROR_INVALID_VALUE;
+    *pFlags = found->flags;
     return CUDA_SUCCESS;
   });
 }

@@ -42,6 +42,7 @@ enum class AllocKind : uint8_t {
   kHostRegistered,  // cuMemHostRegister (the application's own memory)
   kAsync,           // cuMemAllocAsync / cuMemAllocFromPoolAsync
   kVmmMapping,      // one piece of a cuMemMap mapping
+  kIpcImport,       // cuIpcOpenMemHandle: another process's allocation, charged there
 };
 
 // Bit of an accessor in Allocation::read_mask / write_mask: device d is bit d.
@@ -168,6 +169,8 @@ CUresult Guarded(Body&& body) noexcept {
 
 // --- hooks between the memory API files ---------------------------------------------
 
+// api_ipc.cc: an allocation going away closes its export's descriptor or forgets its import.
+void ForgetIpc(const Allocation& allocation);
 // api_pool.cc: returns a stream-ordered allocation's bytes to its pool and unmaps it.
 void ReleaseAsyncAllocation(const Allocation& allocation);
 // Release everything of one kind that `ctx` owns (ReleaseContextMemory calls them).

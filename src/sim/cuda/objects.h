@@ -24,7 +24,7 @@ namespace fgpu::sim::cuda {
 
 enum class Kind : uint8_t {
   kContext, kStream, kEvent, kModule, kFunction, kGraph, kGraphNode, kGraphExec, kMemPool, kArray,
-  kMipmappedArray,
+  kMipmappedArray, kLinkState,
 };
 
 struct Context;
@@ -60,6 +60,7 @@ struct Context {
   size_t stack_limit = 1024;
   size_t malloc_heap_limit = 8u << 20;
   size_t printf_fifo_limit = 1u << 20;
+  std::vector<unsigned long long> peers;  // ids of the contexts it has peer access to (under mu)
 };
 
 struct Event {
@@ -67,7 +68,13 @@ struct Event {
   unsigned flags = 0;
   std::atomic<bool> recorded{false};
   std::atomic<uint64_t> time_ns{0};  // when the work captured by the last record completes
+  // An interprocess event with a handle (api_ipc.cc): its time on a page shared with the
+  // processes that opened it (0: never recorded), which records write and queries read.
+  std::atomic<uint64_t>* shared = nullptr;
+  int shared_fd = -1;  // the exporter's memfd of that page
 };
+// Unmaps an event's shared page (and closes its descriptor); api_ipc.cc.
+void ReleaseSharedEventPage(Event& event);
 
 struct Function;
 struct Module {
@@ -86,6 +93,11 @@ struct Function {
   uint64_t wave_ns = 0;        // device time of one wave (a grid of <= sm_count blocks)
   bool duration_from_param = false;  // fgpu_spin: first parameter (u64 ns) is the wave time
   int max_dynamic_shared = 48 * 1024;
+  // What the image declares (the occupancy calculators use them); a binary image we cannot
+  // read declares the defaults.
+  int registers = 16;
+  int static_shared = 0;
+  CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;
 };
 
 // Kernel launch as recorded in a graph or executed on a stream.
