@@ -706,4 +706,48 @@ before: $GPUS_BEFORE
 after:  $BODY"
 }
 
+# A dynamic MIG GPU, every user allowed hard isolation: the instance one user's request made is
+# theirs until their slice ends. Another user cannot delete that slice (so not the instance), cannot
+# place an instance over it (refused without naming whose it is), and cannot destroy it through NVML.
+case_dynamic_mig_of_another_user() {
+  printf '{"devices": [{}, {}]}\n' >"$SCRATCH/gpus.json"
+  printf '{"gpus": [{"gpu": "1", "isolation": "mig", "mig": "dynamic"}],
+           "access": {"default": {"isolations": ["trusted", "hard"], "max_compute": 100, "max_memory": "80GiB"}}}\n' \
+    >"$SCRATCH/agent.json"
+  start_agent --config "$SCRATCH/agent.json"
+  unix_call "$VICTIM" POST /v1/slices '{"memory":"30GiB","isolation":"hard","gpu":"1","mig_profile":"3g.40gb","mig_start":4}'
+  expect_code 201
+  VICTIM_SLICE=$(printf '%s' "$BODY" | sed -n 's/.*"id":"\(s[0-9]*\)".*/\1/p')
+  [ -n "$VICTIM_SLICE" ] || fail "no slice id in: $BODY"
+  unix_call "$ATTACKER" POST /v1/slices '{"memory":"5GiB","isolation":"hard","gpu":"1","mig_profile":"2g.20gb","mig_start":4}'
+  expect_code 409
+  expect_body_contains "overlaps an instance the GPU has"
+  case "$BODY" in *"$VICTIM_SLICE"* | *"$VICTIM"*) fail "the refusal names the other user's slice: $BODY" ;; esac
+  unix_call "$ATTACKER" DELETE "/v1/slices/$VICTIM_SLICE"
+  expect_code 403
+  # The attacker's own hard slice gets an instance of its own beside it.
+  unix_call "$ATTACKER" POST /v1/slices '{"memory":"5GiB","isolation":"hard","gpu":"1"}'
+  expect_code 201
+  chmod 0666 "/dev/shm$SEGMENT"
+  mkdir "$SCRATCH/attacker" && chown "$ATTACKER:$ATTACKER" "$SCRATCH/attacker"
+  answer=$(as "$ATTACKER" env HOME="$SCRATCH/attacker" TMPDIR="$SCRATCH/attacker" \
+    "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$PYTHON" -c '
+import ctypes
+nvml = ctypes.CDLL("libnvidia-ml.so.1")
+assert nvml.nvmlInit_v2() == 0
+gpu, instance = ctypes.c_void_p(), ctypes.c_void_p()
+assert nvml.nvmlDeviceGetHandleByIndex_v2(1, ctypes.byref(gpu)) == 0
+results = []
+for gpu_instance_id in range(1, 15):
+    if nvml.nvmlDeviceGetGpuInstanceById(gpu, gpu_instance_id, ctypes.byref(instance)) == 0:
+        results.append(nvml.nvmlGpuInstanceDestroy(instance))
+print(" ".join(map(str, results)))') || fail "the attacker's NVML calls did not run: $answer"
+  [ "$answer" = "4 4" ] || fail "an unprivileged user's destroys were not refused with NO_PERMISSION (one per instance): $answer"
+  sleep 0.5  # a pass of the agent's reaper: it must not take a busy instance either
+  unix_call "$VICTIM" GET "/v1/slices/$VICTIM_SLICE"
+  expect_code 200
+  unix_call "$VICTIM" GET /v1/gpus
+  expect_body_contains '"mig_profile":"3g.40gb","mig_start":4'
+}
+
 run_case "$@"

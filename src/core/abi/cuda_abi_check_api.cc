@@ -24,7 +24,7 @@
 namespace {
 
 // The typedef names per-thread variants of functions without a stream argument
-// with _ptds, not _ptsz. The X-macro only says "per thread", so these nine are
+// with _ptds, not _ptsz. The X-macro only says "per thread", so these are
 // spelled out.
 using PFN_cuMemcpy_v7000_ptsz = PFN_cuMemcpy_v7000_ptds;
 using PFN_cuMemcpyHtoD_v7000_ptsz = PFN_cuMemcpyHtoD_v7000_ptds;
@@ -34,6 +34,10 @@ using PFN_cuMemcpy2D_v7000_ptsz = PFN_cuMemcpy2D_v7000_ptds;
 using PFN_cuMemsetD8_v7000_ptsz = PFN_cuMemsetD8_v7000_ptds;
 using PFN_cuMemsetD16_v7000_ptsz = PFN_cuMemsetD16_v7000_ptds;
 using PFN_cuMemsetD32_v7000_ptsz = PFN_cuMemsetD32_v7000_ptds;
+using PFN_cuMemcpyPeer_v7000_ptsz = PFN_cuMemcpyPeer_v7000_ptds;
+using PFN_cuMemsetD2D8_v7000_ptsz = PFN_cuMemsetD2D8_v7000_ptds;
+using PFN_cuMemsetD2D16_v7000_ptsz = PFN_cuMemsetD2D16_v7000_ptds;
+using PFN_cuMemsetD2D32_v7000_ptsz = PFN_cuMemsetD2D32_v7000_ptds;
 
 #define FGPU_PFN_0(base, version) PFN_##base##_v##version
 #define FGPU_PFN_1(base, version) PFN_##base##_v##version##_ptsz

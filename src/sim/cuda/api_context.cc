@@ -1,5 +1,7 @@
 // Contexts: primary contexts, created contexts, the per-thread current-context stack.
 #include <algorithm>
+#include <cstring>
+
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/runtime.h"
 
@@ -198,6 +200,51 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     case CU_LIMIT_PRINTF_FIFO_SIZE: ctx->printf_fifo_limit = value; return CUDA_SUCCESS;
     default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
   }
+}
+
+CUresult cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (pconfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard lock(ctx->mu);
+  *pconfig = ctx->cache_config;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  int value = 0;  // a C caller may pass any int: read it as one, not as the enum
+  std::memcpy(&value, &config, sizeof value);
+  if (value < CU_FUNC_CACHE_PREFER_NONE || value > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(ctx->mu);
+  ctx->cache_config = config;  // a preference: the simulated L1/shared split does not change
+  return CUDA_SUCCESS;
+}
+
+// Hopper's shared memory banks are four bytes wide, fixed: the driver reports that size and
+// ignores a request for another one (both calls are deprecated).
+CUresult cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (pConfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  *pConfig = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  int value = 0;
+  std::memcpy(&value, &config, sizeof value);
+  if (value < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE || value > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {

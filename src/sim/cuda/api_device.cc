@@ -1,9 +1,10 @@
-// Device enumeration and properties.
+// Device enumeration and properties, the links between devices.
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <string>
 
+#include "core/abi/array_format.h"
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/device_attributes.h"
 #include "sim/cuda/runtime.h"
@@ -137,6 +138,46 @@ CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDe
   if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *canAccessPeer = dev != peerDev ? 1 : 0;  // NVLink-connected peers, as on an HGX board
   return CUDA_SUCCESS;
+}
+
+// The link cuDeviceCanAccessPeer describes: two distinct devices are NVLink peers (as on an HGX
+// board), with native atomics and array access over the link; a device has no link to itself.
+CUresult cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice) {
+  if (CUresult rc = CheckedDevice(srcDevice); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().CheckDevice(dstDevice); rc != CUDA_SUCCESS) return rc;
+  if (srcDevice == dstDevice) return CUDA_ERROR_INVALID_DEVICE;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int id = 0;  // a C caller may pass any int: read it as one, not as the enum
+  std::memcpy(&id, &attrib, sizeof id);
+  switch (id) {
+    case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK: *value = 0; return CUDA_SUCCESS;  // one NVLink tier
+    case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+    case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED: *value = 1; return CUDA_SUCCESS;
+    case CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED: *value = 0; return CUDA_SUCCESS;  // all are
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+// Compute capability 9.0 binds up to 2^28 texels of linear memory to a 1D texture, whatever the
+// texel size (CUDA C Programming Guide, technical specifications); any texel format is accepted.
+CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, CUarray_format format,
+                                            unsigned numChannels, CUdevice dev) {
+  if (CUresult rc = CheckedDevice(dev); rc != CUDA_SUCCESS) return rc;
+  if (maxWidthInElements == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (fgpu::LayoutOfArrayFormat(format, numChannels).kind != fgpu::ArrayFormatKind::kTexel) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *maxWidthInElements = size_t{1} << 28;
+  return CUDA_SUCCESS;
+}
+
+// A LUID identifies an adapter to Windows graphics APIs; Linux has none. The real Linux driver
+// answers a well-formed call with CUDA_ERROR_NOT_SUPPORTED (cuda.h lists no code for this case).
+CUresult cuDeviceGetLuid(char* luid, unsigned int* deviceNodeMask, CUdevice dev) {
+  if (CUresult rc = CheckedDevice(dev); rc != CUDA_SUCCESS) return rc;
+  if (luid == nullptr || deviceNodeMask == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {

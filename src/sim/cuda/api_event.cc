@@ -1,5 +1,6 @@
-// Events: a recorded event completes when the work queued before it on its stream
-// ends on the simulated timeline, so elapsed times are real device times.
+// Events: a recorded event completes when the work queued before it on its stream (or, for
+// cuCtxRecordEvent, in its context) ends on the simulated timeline, so elapsed times are real
+// device times.
 #include <algorithm>
 #include <memory>
 
@@ -24,6 +25,13 @@ CUresult LookupEvent(CUevent handle, Event** out) {
   return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+// A record: the event completes at `done` (and so does its interprocess twin, if it has one).
+void Store(Event& event, uint64_t done) {
+  event.time_ns.store(done);
+  event.recorded.store(true);
+  if (event.shared != nullptr) event.shared->store(done);
+}
+
 CUresult Record(CUevent handle, CUstream stream_handle, unsigned flags, bool per_thread) {
   Event* event = nullptr;
   if (CUresult rc = LookupEvent(handle, &event); rc != CUDA_SUCCESS) return rc;
@@ -32,10 +40,7 @@ CUresult Record(CUevent handle, CUstream stream_handle, unsigned flags, bool per
   if (CUresult rc = Runtime::Get().ResolveStream(stream_handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (stream->ctx != event->ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  const uint64_t done = std::max(SharedDevices::NowNs(), Runtime::Get().ReadyTime(*stream));
-  event->time_ns.store(done);
-  event->recorded.store(true);
-  if (event->shared != nullptr) event->shared->store(done);
+  Store(*event, std::max(SharedDevices::NowNs(), Runtime::Get().ReadyTime(*stream)));
   return CUDA_SUCCESS;
 }
 
@@ -48,6 +53,14 @@ bool RecordedTime(const Event& event, uint64_t* time) {
   }
   *time = event.time_ns.load();
   return event.recorded.load();
+}
+
+// A context argument; NULL names the calling thread's current context, as for the other
+// calls that take one.
+CUresult ContextOrCurrent(CUcontext handle, Context** out) {
+  if (handle == nullptr) return Runtime::Get().CurrentContext(out);
+  *out = Runtime::Get().LookupContext(handle);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 CUresult Elapsed(float* ms, CUevent start_handle, CUevent end_handle) {
@@ -113,6 +126,38 @@ CUresult cuEventElapsedTime(float* pMilliseconds, CUevent hStart, CUevent hEnd) 
 }
 CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   return Elapsed(pMilliseconds, hStart, hEnd);
+}
+
+// The event captures all work queued in the context so far: it completes when the context's
+// last work ends (its tail on the timeline), or at once when the context is idle.
+CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = ContextOrCurrent(hCtx, &ctx); rc != CUDA_SUCCESS) return rc;
+  Event* event = nullptr;
+  if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
+  if (event->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;  // as documented
+  Store(*event, std::max(SharedDevices::NowNs(), ctx->tail_ns.load()));
+  return CUDA_SUCCESS;
+}
+
+// Work queued in the context from now on, on any stream, starts after the event's work ends
+// (cuStreamWaitEvent's model, for every stream of the context at once). The event may belong to
+// another context or device. An event never recorded imposes nothing.
+CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Context* ctx = nullptr;
+  if (CUresult rc = ContextOrCurrent(hCtx, &ctx); rc != CUDA_SUCCESS) return rc;
+  Event* event = nullptr;
+  if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
+  uint64_t time = 0;
+  if (!RecordedTime(*event, &time)) return CUDA_SUCCESS;
+  for (std::atomic<uint64_t>* mark : {&ctx->wait_floor_ns, &ctx->tail_ns}) {
+    uint64_t seen = mark->load();
+    while (seen < time && !mark->compare_exchange_weak(seen, time)) {
+    }
+  }
+  return CUDA_SUCCESS;
 }
 
 CUresult cuEventDestroy_v2(CUevent hEvent) {

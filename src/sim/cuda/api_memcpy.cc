@@ -1,5 +1,6 @@
-// Copies and sets: HtoD, DtoH, DtoD, unified cuMemcpy, 2D copies, D8/D16/D32 sets,
-// synchronous and asynchronous, with their legacy, _v2, _ptds and _ptsz variants.
+// Copies and sets: HtoD, DtoH, DtoD, unified cuMemcpy, 2D copies, copies between contexts
+// (cuMemcpyPeer), D8/D16/D32 sets and their 2D forms, synchronous and asynchronous, with their
+// legacy, _v2, _ptds and _ptsz variants.
 //
 // Device memory is host memory (docs/sim-memory.md), so a copy is a memmove, done
 // only after both sides are validated: the device side must lie inside a live
@@ -197,6 +198,82 @@ CUresult AsyncSet(uint64_t dst, T value, uint64_t count, CUstream stream, bool p
   return Set(dst, value, count, device);
 }
 
+// A 2D set: `height` rows of `width` elements, `pitch` bytes apart (the pitch is unused for one
+// row, as documented). D2D16/D2D32 need the pointer and the pitch aligned to the element.
+template <typename T>
+CUresult Set2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, int device) {
+  if (dst % sizeof(T) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  uint64_t row = 0, extent = 0;
+  if (__builtin_mul_overflow(width, sizeof(T), &row)) return CUDA_ERROR_INVALID_VALUE;
+  if (height > 1 && (pitch < row || pitch % sizeof(T) != 0)) return CUDA_ERROR_INVALID_VALUE;
+  if (__builtin_mul_overflow(height - 1, pitch, &extent) || __builtin_add_overflow(extent, row, &extent) ||
+      !DeviceUsable(dst, extent, Access::kWrite, device)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (uint64_t r = 0; r < height; ++r) std::fill_n(reinterpret_cast<T*>(dst + r * pitch), width, value);
+  return CUDA_SUCCESS;
+}
+
+template <typename T>
+CUresult SyncSet2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Set2D(dst, pitch, value, width, height, device);
+}
+
+template <typename T>
+CUresult AsyncSet2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, CUstream stream,
+                    bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return Set2D(dst, pitch, value, width, height, device);
+}
+
+// Both contexts of a peer copy, each a live context (CUDA_ERROR_INVALID_CONTEXT otherwise).
+CUresult PeerContexts(CUcontext dst_handle, CUcontext src_handle, Context** dst, Context** src) {
+  *dst = Runtime::Get().LookupContext(dst_handle);
+  *src = Runtime::Get().LookupContext(src_handle);
+  return *dst != nullptr && *src != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+// Each side must be memory its own context's device may touch (VMM mappings carry per-device
+// rights; every other allocation is reachable from every device, docs/sim-memory.md).
+CUresult CopyPeer(uint64_t dst, const Context& dst_ctx, uint64_t src, const Context& src_ctx, uint64_t n) {
+  if (n == 0) return CUDA_SUCCESS;
+  if (!DeviceUsable(dst, n, Access::kWrite, dst_ctx.device) || !DeviceUsable(src, n, Access::kRead, src_ctx.device)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+
+// Synchronous: waits like any synchronous copy (the calling context's legacy or per-thread
+// stream), and for the legacy streams of both contexts, whose work may still use the memory.
+CUresult SyncPeer(uint64_t dst, CUcontext dst_handle, uint64_t src, CUcontext src_handle, uint64_t n,
+                  bool per_thread) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Context* dst_ctx = nullptr;
+  Context* src_ctx = nullptr;
+  if (CUresult rc = PeerContexts(dst_handle, src_handle, &dst_ctx, &src_ctx); rc != CUDA_SUCCESS) return rc;
+  int device = 0;
+  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  Runtime::Get().WaitLegacyStream(dst_ctx);
+  Runtime::Get().WaitLegacyStream(src_ctx);
+  return CopyPeer(dst, *dst_ctx, src, *src_ctx, n);
+}
+
+CUresult AsyncPeer(uint64_t dst, CUcontext dst_handle, uint64_t src, CUcontext src_handle, uint64_t n,
+                   CUstream stream, bool per_thread) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  Context* dst_ctx = nullptr;
+  Context* src_ctx = nullptr;
+  if (CUresult rc = PeerContexts(dst_handle, src_handle, &dst_ctx, &src_ctx); rc != CUDA_SUCCESS) return rc;
+  int device = 0;
+  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  return CopyPeer(dst, *dst_ctx, src, *src_ctx, n);
+}
+
 }  // namespace
 }  // namespace fgpu::sim::cuda
 
@@ -358,6 +435,87 @@ CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUst
 }
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
   return Guarded([&] { return sim::AsyncSet<uint32_t>(dstDevice, ui, N, hStream, true); });
+}
+
+// --- 2D sets --------------------------------------------------------------------------------
+CUresult cuMemsetD2D8(CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned char uc, unsigned int Width,
+                      unsigned int Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint8_t>(dstDevice, dstPitch, uc, Width, Height, false); });
+}
+CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint8_t>(dstDevice, dstPitch, uc, Width, Height, false); });
+}
+CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                              size_t Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint8_t>(dstDevice, dstPitch, uc, Width, Height, true); });
+}
+CUresult cuMemsetD2D16(CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned short us, unsigned int Width,
+                       unsigned int Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint16_t>(dstDevice, dstPitch, us, Width, Height, false); });
+}
+CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint16_t>(dstDevice, dstPitch, us, Width, Height, false); });
+}
+CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                               size_t Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint16_t>(dstDevice, dstPitch, us, Width, Height, true); });
+}
+CUresult cuMemsetD2D32(CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned int ui, unsigned int Width,
+                       unsigned int Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint32_t>(dstDevice, dstPitch, ui, Width, Height, false); });
+}
+CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint32_t>(dstDevice, dstPitch, ui, Width, Height, false); });
+}
+CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                               size_t Height) {
+  return Guarded([&] { return sim::SyncSet2D<uint32_t>(dstDevice, dstPitch, ui, Width, Height, true); });
+}
+CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height,
+                           CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet2D<uint8_t>(dstDevice, dstPitch, uc, Width, Height, hStream, false); });
+}
+CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                size_t Height, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet2D<uint8_t>(dstDevice, dstPitch, uc, Width, Height, hStream, true); });
+}
+CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                            size_t Height, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet2D<uint16_t>(dstDevice, dstPitch, us, Width, Height, hStream, false); });
+}
+CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                 size_t Height, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet2D<uint16_t>(dstDevice, dstPitch, us, Width, Height, hStream, true); });
+}
+CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height,
+                            CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet2D<uint32_t>(dstDevice, dstPitch, ui, Width, Height, hStream, false); });
+}
+CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                 size_t Height, CUstream hStream) {
+  return Guarded([&] { return sim::AsyncSet2D<uint32_t>(dstDevice, dstPitch, ui, Width, Height, hStream, true); });
+}
+
+// --- between contexts -----------------------------------------------------------------------
+CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
+                      size_t ByteCount) {
+  return Guarded([&] { return sim::SyncPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, false); });
+}
+CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                           CUcontext srcContext, size_t ByteCount) {
+  return Guarded([&] { return sim::SyncPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, true); });
+}
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                           CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  return Guarded([&] {
+    return sim::AsyncPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false);
+  });
+}
+CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  return Guarded([&] {
+    return sim::AsyncPeer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, true);
+  });
 }
 
 }  // extern "C"

@@ -2,6 +2,9 @@
 // Device memory is charged to the shared device state, rounded up to the device's
 // granularity; host memory (pinned, registered) is not (docs/sim-memory.md).
 #include <climits>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/memory_registry.h"
@@ -195,6 +198,53 @@ CUresult Put(void* data, T value) {
   return CUDA_SUCCESS;
 }
 
+// Buffers whose CU_POINTER_ATTRIBUTE_SYNC_MEMOPS was set (cuPointerSetAttribute), by buffer id.
+// Synchronous copies already complete before returning here, so the flag changes no behaviour;
+// it is kept so that cuPointerGetAttribute reports it. Ids are never reused: an entry of a freed
+// buffer can match nothing.
+struct SyncMemopsSet {
+  std::mutex mu;
+  std::unordered_set<uint64_t> ids;
+};
+SyncMemopsSet& SyncMemops() {
+  static auto* set = new SyncMemopsSet;  // never destroyed: entry points may run during exit
+  return *set;
+}
+bool HasSyncMemops(uint64_t buffer_id) {
+  std::lock_guard lock(SyncMemops().mu);
+  return SyncMemops().ids.count(buffer_id) != 0;
+}
+
+// What cuPointerGetAttributes reports for an address no allocation contains: the documented
+// "default NULL values", each of its attribute's type; the device ordinal is CU_DEVICE_INVALID,
+// since 0 would name a real device.
+CUresult DefaultAttribute(void* data, CUpointer_attribute attribute) {
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: return Put<CUcontext>(data, nullptr);
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: return Put<unsigned>(data, 0);
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: return Put<CUdeviceptr>(data, 0);
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return Put<void*>(data, nullptr);
+    case CU_POINTER_ATTRIBUTE_P2P_TOKENS: return CUDA_ERROR_NOT_SUPPORTED;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: return Put<unsigned long long>(data, 0);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return Put<int>(data, CU_DEVICE_INVALID);
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: return Put<int>(data, 0);
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: return Put<size_t>(data, 0);
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: return Put<CUmemoryPool>(data, nullptr);
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult PointerAttribute(void* data, CUpointer_attribute attribute, uint64_t ptr) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -219,7 +269,7 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attribute, uint64_t pt
     case CU_POINTER_ATTRIBUTE_P2P_TOKENS:
       return CUDA_ERROR_NOT_SUPPORTED;  // no nv-p2p kernel interface behind the simulator
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-      return Put<int>(data, 0);  // the driver's default until cuPointerSetAttribute
+      return Put<int>(data, HasSyncMemops(a.buffer_id) ? 1 : 0);  // 0 until cuPointerSetAttribute
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
       return Put<unsigned long long>(data, a.buffer_id);
@@ -270,6 +320,39 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attribute, uint64_t pt
       return Put<CUdeviceptr>(data, vmm ? a.mapping_base : a.base);
   }
   return CUDA_ERROR_INVALID_VALUE;
+}
+
+// cuPointerGetAttributes: cuPointerGetAttribute per attribute, except that an unknown address is
+// not an error (each attribute gets its default).
+CUresult PointerAttributes(unsigned count, CUpointer_attribute* attributes, void** data, uint64_t ptr) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (count > 0 && (attributes == nullptr || data == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  const bool known = MemoryRegistry::Get().Find(ptr).has_value();
+  for (unsigned i = 0; i < count; ++i) {
+    if (data[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const CUresult rc =
+        known ? PointerAttribute(data[i], attributes[i], ptr) : DefaultAttribute(data[i], attributes[i]);
+    if (rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
+// Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set, on memory the driver allocated, mapped or
+// registered.
+CUresult SetPointerAttribute(const void* value, CUpointer_attribute attribute, uint64_t ptr) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (value == nullptr || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
+  const auto found = MemoryRegistry::Get().Find(ptr);
+  if (!found) return CUDA_ERROR_INVALID_VALUE;
+  unsigned set = 0;
+  std::memcpy(&set, value, sizeof set);
+  std::lock_guard lock(SyncMemops().mu);
+  if (set != 0) {
+    SyncMemops().ids.insert(found->buffer_id);
+  } else {
+    SyncMemops().ids.erase(found->buffer_id);
+  }
+  return CUDA_SUCCESS;
 }
 
 }  // namespace
@@ -477,6 +560,15 @@ CUresult cuMemGetAddressRange(CUdeviceptr_v1* pbase, unsigned int* psize, CUdevi
 
 CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   return Guarded([&] { return sim::PointerAttribute(data, attribute, ptr); });
+}
+
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes, void** data,
+                                CUdeviceptr ptr) {
+  return Guarded([&] { return sim::PointerAttributes(numAttributes, attributes, data, ptr); });
+}
+
+CUresult cuPointerSetAttribute(const void* value, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  return Guarded([&] { return sim::SetPointerAttribute(value, attribute, ptr); });
 }
 
 }  // extern "C"

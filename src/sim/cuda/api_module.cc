@@ -1,9 +1,11 @@
 // Modules, libraries and functions. PTX images are parsed for their `.entry` names so
 // that looking up a missing kernel fails as on a real driver; binary images (cubin,
-// fatbin) are accepted without inspection and any name resolves.
+// fatbin) are accepted without inspection and any name resolves (so enumerating one
+// lists only the functions looked up so far).
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -14,10 +16,12 @@
 
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/launch.h"
+#include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 
 using fgpu::sim::cuda::Context;
 using fgpu::sim::cuda::Function;
+using fgpu::sim::cuda::Guarded;
 using fgpu::sim::cuda::HandleRegistry;
 using fgpu::sim::cuda::Kind;
 using fgpu::sim::cuda::Module;
@@ -122,6 +126,23 @@ CUresult GetFunction(void* module_handle, const char* name, Function** out) {
   return CUDA_SUCCESS;
 }
 
+CUresult LookupFunction(CUfunction handle, Function** out) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  *out = HandleRegistry::Get().Lookup<Function>(handle, Kind::kFunction);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+// The names cuModuleEnumerateFunctions reports: a PTX module's entries in image order; for a
+// binary image, which the simulator does not read, the functions looked up so far, by name.
+std::vector<std::string> FunctionNames(Module& module) {
+  if (!module.opaque) return module.entries;
+  std::vector<std::string> names;
+  std::lock_guard lock(module.mu);
+  for (const auto& [name, function] : module.functions) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace
 
 extern "C" {
@@ -217,6 +238,99 @@ CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
   Function* function = HandleRegistry::Get().Lookup<Function>(hfunc, Kind::kFunction);
   if (function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   *name = function->name.c_str();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (hmod == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Function* function = nullptr;
+  if (CUresult rc = LookupFunction(hfunc, &function); rc != CUDA_SUCCESS) return rc;
+  *hmod = reinterpret_cast<CUmodule>(function->module);
+  return CUDA_SUCCESS;
+}
+
+// Functions are complete once looked up: there is no lazy loading to finish.
+CUresult cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction function) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (state == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Function* found = nullptr;
+  if (CUresult rc = LookupFunction(function, &found); rc != CUDA_SUCCESS) return rc;
+  *state = CU_FUNCTION_LOADING_STATE_LOADED;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncLoad(CUfunction function) {
+  Function* found = nullptr;
+  return LookupFunction(function, &found);
+}
+
+// Deprecated: the bank width is fixed on Hopper, so a valid request changes nothing.
+CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
+  Function* function = nullptr;
+  if (CUresult rc = LookupFunction(hfunc, &function); rc != CUDA_SUCCESS) return rc;
+  int value = 0;  // a C caller may pass any int: read it as one, not as the enum
+  std::memcpy(&value, &config, sizeof value);
+  if (value < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE || value > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+// Legacy launch configuration: validated against the device's block limits and kept.
+CUresult cuFuncSetBlockShape(CUfunction hfunc, int x, int y, int z) {
+  Function* function = nullptr;
+  if (CUresult rc = LookupFunction(hfunc, &function); rc != CUDA_SUCCESS) return rc;
+  if (x < 1 || y < 1 || z < 1 || x > 1024 || y > 1024 || z > 64 || x * y * z > 1024) return CUDA_ERROR_INVALID_VALUE;
+  function->block_shape[0] = x;
+  function->block_shape[1] = y;
+  function->block_shape[2] = z;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetSharedSize(CUfunction hfunc, unsigned int bytes) {
+  Function* function = nullptr;
+  if (CUresult rc = LookupFunction(hfunc, &function); rc != CUDA_SUCCESS) return rc;
+  if (bytes > static_cast<unsigned>(kMaxDynamicSharedOptin)) return CUDA_ERROR_INVALID_VALUE;
+  function->shared_size = bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Module* module = HandleRegistry::Get().Lookup<Module>(mod, Kind::kModule);
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return Guarded([&] {
+    *count = static_cast<unsigned>(FunctionNames(*module).size());
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions, CUmodule mod) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (functions == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Module* module = HandleRegistry::Get().Lookup<Module>(mod, Kind::kModule);
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return Guarded([&] {
+    const std::vector<std::string> names = FunctionNames(*module);
+    for (size_t i = 0; i < names.size() && i < numFunctions; ++i) {
+      Function* function = nullptr;
+      if (CUresult rc = GetFunction(module, names[i].c_str(), &function); rc != CUDA_SUCCESS) return rc;
+      functions[i] = reinterpret_cast<CUfunction>(function);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+// Lazy unless CUDA_MODULE_LOADING=EAGER, as the driver reads it (lazy is its default since 12.2).
+// Nothing else changes: modules are complete when loaded either way.
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const char* setting = std::getenv("CUDA_MODULE_LOADING");
+  const bool eager = setting != nullptr && std::strcmp(setting, "EAGER") == 0;
+  *mode = eager ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
   return CUDA_SUCCESS;
 }
 

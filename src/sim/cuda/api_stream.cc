@@ -99,6 +99,23 @@ CUresult EndCapture(CUstream handle, CUgraph* out, bool per_thread) {
   return CUDA_SUCCESS;
 }
 
+// The stream's process-unique id; the legacy and per-thread default streams have theirs.
+CUresult GetId(CUstream handle, unsigned long long* id, bool per_thread) {
+  if (id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* stream = nullptr;
+  if (CUresult rc = Resolve(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  *id = stream->id;
+  return CUDA_SUCCESS;
+}
+
+CUresult GetDevice(CUstream handle, CUdevice* device, bool per_thread) {
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Stream* stream = nullptr;
+  if (CUresult rc = Resolve(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  *device = stream->ctx->device;
+  return CUDA_SUCCESS;
+}
+
 CUresult IsCapturing(CUstream handle, CUstreamCaptureStatus* status, bool per_thread) {
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Stream* stream = nullptr;
@@ -186,6 +203,11 @@ CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext* pctx) {
   *pctx = reinterpret_cast<CUcontext>(stream->ctx);
   return CUDA_SUCCESS;
 }
+
+CUresult cuStreamGetId(CUstream hStream, unsigned long long* streamId) { return GetId(hStream, streamId, false); }
+CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long* streamId) { return GetId(hStream, streamId, true); }
+CUresult cuStreamGetDevice(CUstream hStream, CUdevice* device) { return GetDevice(hStream, device, false); }
+CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice* device) { return GetDevice(hStream, device, true); }
 
 CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData, unsigned int flags) {
   if (callback == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;

@@ -31,7 +31,12 @@ struct Context;
 struct Graph;
 struct GraphExec;
 
+// Source of stream ids (cuStreamGetId): unique for the life of the process, never reused.
+inline std::atomic<unsigned long long> g_next_stream_id{1};
+
 struct Stream {
+  // Every stream takes its id when made, the legacy and per-thread default streams included.
+  const unsigned long long id = g_next_stream_id.fetch_add(1, std::memory_order_relaxed);
   Context* ctx = nullptr;
   unsigned flags = 0;  // CU_STREAM_NON_BLOCKING or default
   int priority = 0;
@@ -56,10 +61,13 @@ struct Context {
   std::atomic<uint64_t> blocking_tail_ns{0};
   // Latest end of any work in the context: cuCtxSynchronize waits for it.
   std::atomic<uint64_t> tail_ns{0};
-  std::mutex mu;  // guards limits below
+  // cuCtxWaitEvent: no work queued in the context from now on starts before this.
+  std::atomic<uint64_t> wait_floor_ns{0};
+  std::mutex mu;  // guards limits and preferences below
   size_t stack_limit = 1024;
   size_t malloc_heap_limit = 8u << 20;
   size_t printf_fifo_limit = 1u << 20;
+  CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;  // cuCtxSetCacheConfig: a preference kept
   std::vector<unsigned long long> peers;  // ids of the contexts it has peer access to (under mu)
 };
 
@@ -98,6 +106,10 @@ struct Function {
   int registers = 16;
   int static_shared = 0;
   CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;
+  // Legacy launch configuration (cuFuncSetBlockShape / cuFuncSetSharedSize): kept, read by nothing
+  // the simulator exports (cuLaunch and cuParamSet* are not simulated).
+  int block_shape[3] = {0, 0, 0};
+  unsigned shared_size = 0;
 };
 
 // Kernel launch as recorded in a graph or executed on a stream.

@@ -325,8 +325,9 @@ CUresult Runtime::ResolveStream(CUstream handle, bool per_thread, Stream** out) 
 }
 
 uint64_t Runtime::ReadyTime(const Stream& stream) const {
-  uint64_t ready = stream.tail_ns.load(std::memory_order_acquire);
   const Context& ctx = *stream.ctx;
+  uint64_t ready = std::max(stream.tail_ns.load(std::memory_order_acquire),
+                            ctx.wait_floor_ns.load(std::memory_order_acquire));
   if (&stream == ctx.legacy_stream.get()) {
     ready = std::max(ready, ctx.blocking_tail_ns.load(std::memory_order_acquire));
   } else if ((stream.flags & CU_STREAM_NON_BLOCKING) == 0) {
