@@ -272,7 +272,7 @@ TEST_F(SealedBoards, StrictPriorityIsTheAdminsChoiceAndCanStarveLowerTiers) {
     const json batch = CreateSlice(R"({"memory":"1GiB","compute":50,"gpu":"0","tier":"batch"})");
     std::vector<std::unique_ptr<RunningProbe>> running;
     running.push_back(Spin(latency, {"--duty", "25", "--seconds", "3", "--kernel-us", "1000", "--window-ms", "1000"}));
-    running.push_back(Spin(batch, Saturating()));
+    running.push_back(Spin(batch, Saturating("3")));  // as long as the latency slice's work
     const std::vector<ProbeResult> runs = WaitAll(running);
     for (const ProbeResult& run : runs) ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
     const std::vector<double> windows = runs[1].Event("spin")["windows"].get<std::vector<double>>();
