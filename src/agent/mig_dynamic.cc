@@ -150,17 +150,7 @@ Result<QueueStatus> MigManager::CreateOnProfileLocked(CreateRequest request, con
     std::optional<int> start = request.mig_start;
     if (!start) start = ChoosePlacement(*model, *profile, current);
     if (!start) continue;
-    int same = 0;
-    uint8_t occupied = 0;
-    bool media = false;
-    for (const mig::Placed& placed : current) {
-      const mig::Profile* other = mig::FindProfile(*model, placed.profile_id);
-      if (other == nullptr) continue;
-      occupied |= other->Occupies(placed.start);
-      media = media || other->media;
-      same += other->id == profile->id ? 1 : 0;
-    }
-    if (!mig::Fits(*profile, *start, occupied, media, same)) {
+    if (!OccupancyOf(*model, current, *profile).Admits(*profile, *start)) {
       return Status::ResourceExhausted(Where(*profile, *start, *gpu) + " cannot be made: " +
                                        (profile->CanStartAt(*start) ? "it overlaps an instance the GPU has"
                                                                     : "the profile cannot start there"));

@@ -142,23 +142,27 @@ int OpenRoom(const mig::ModelInfo& model, uint8_t occupied, bool media_used) {
 
 }  // namespace
 
-std::optional<int> ChoosePlacement(const mig::ModelInfo& model, const mig::Profile& profile,
-                                   std::span<const mig::Placed> current) {
-  uint8_t occupied = 0;
-  bool media_used = false;
-  int count = 0;
+Occupancy OccupancyOf(const mig::ModelInfo& model, std::span<const mig::Placed> current, const mig::Profile& profile) {
+  Occupancy taken;
   for (const mig::Placed& placed : current) {
     const mig::Profile* other = mig::FindProfile(model, placed.profile_id);
     if (other == nullptr) continue;
-    occupied |= other->Occupies(placed.start);
-    media_used = media_used || other->media;
-    count += other->id == profile.id ? 1 : 0;
+    taken.occupied |= other->Occupies(placed.start);
+    taken.media_used = taken.media_used || other->media;
+    taken.count += other->id == profile.id ? 1 : 0;
   }
+  return taken;
+}
+
+std::optional<int> ChoosePlacement(const mig::ModelInfo& model, const mig::Profile& profile,
+                                   std::span<const mig::Placed> current) {
+  const Occupancy taken = OccupancyOf(model, current, profile);
   std::optional<int> best;
   int best_room = -1;
   for (int start = mig::kMemorySlices - 1; start >= 0; --start) {  // a tie: the highest start
-    if (!mig::Fits(profile, start, occupied, media_used, count)) continue;
-    const int room = OpenRoom(model, static_cast<uint8_t>(occupied | profile.Occupies(start)), media_used || profile.media);
+    if (!taken.Admits(profile, start)) continue;
+    const int room = OpenRoom(model, static_cast<uint8_t>(taken.occupied | profile.Occupies(start)),
+                              taken.media_used || profile.media);
     if (room > best_room) {
       best = start;
       best_room = room;

@@ -48,6 +48,18 @@ Result<std::vector<GpuState>> SetUpGpus(const NvmlClient& nvml, std::vector<GpuS
 
 Result<std::vector<GpuState>> InstancesOf(const NvmlClient& nvml, const GpuState& gpu);
 
+// What `current` takes of a GPU, as mig::Fits asks it for a new instance of `profile`: the memory
+// slices occupied, whether a +me instance is among them, how many instances of `profile` it has.
+struct Occupancy {
+  uint8_t occupied = 0;
+  bool media_used = false;
+  int count = 0;
+  bool Admits(const mig::Profile& profile, int start) const {
+    return mig::Fits(profile, start, occupied, media_used, count);
+  }
+};
+Occupancy OccupancyOf(const mig::ModelInfo& model, std::span<const mig::Placed> current, const mig::Profile& profile);
+
 // Where a new instance of `profile` goes beside `current`: the valid start that leaves the most
 // room (every placement of every profile still open, weighted by its size: a 1g.10gb on an empty
 // H100 goes to slice 6, not 0, where 4g.40gb and 7g.80gb start), the highest on a tie; nullopt
