@@ -22,13 +22,13 @@
 
 #include "agent/log.h"
 #include "agent/store.h"
+#include "core/units.h"
 #include "slice/process_liveness.h"
 
 namespace fgpu::agent {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 class ApiTest : public ::testing::Test {
  protected:
@@ -358,7 +358,7 @@ TEST_F(ApiTest, WaitingAndReleaseOnExitNeedAKnownPeer) {
 }
 
 // A child that waits to be killed.
-pid_t Sleeper() {
+pid_t SleepingChild() {
   const pid_t pid = fork();
   if (pid == 0) {
     for (;;) pause();
@@ -372,8 +372,8 @@ void Kill(pid_t pid) {
 }
 
 TEST_F(ApiTest, ASliceIsReleasedWhenItsOwnerAndItsWorkloadHaveExited) {
-  const pid_t owner = Sleeper();     // `fgpu run`
-  const pid_t workload = Sleeper();  // the program it started
+  const pid_t owner = SleepingChild();     // `fgpu run`
+  const pid_t workload = SleepingChild();  // the program it started
   net::HttpRequest request;
   request.method = "POST";
   request.path = "/v1/slices";

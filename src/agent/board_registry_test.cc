@@ -19,11 +19,11 @@
 #include "compute/board_layout.h"
 #include "compute/policy_table.h"
 #include "compute/sealed.h"
+#include "core/units.h"
 
 namespace fgpu::agent {
 namespace {
 
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr char kGpuA[] = "GPU-aaaa";
 constexpr char kGpuB[] = "GPU-bbbb";
 

@@ -30,13 +30,13 @@
 #include "agent/store.h"
 #include "compute/board_handout.h"
 #include "compute/board_layout.h"
+#include "core/units.h"
 
 namespace fgpu::agent {
 namespace {
 
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-constexpr char kGpuA[] = "GPU-aaaa";
-constexpr char kGpuB[] = "GPU-bbbb";
+constexpr char kBoardGpuA[] = "GPU-aaaa";
+constexpr char kBoardGpuB[] = "GPU-bbbb";
 constexpr uid_t kOwner = 4242;
 constexpr uid_t kStranger = 4243;
 
@@ -51,10 +51,10 @@ class BoardServerTest : public ::testing::Test {
     Result<std::unique_ptr<Store>> store = Store::Open(dir_ + "/state.db");
     ASSERT_TRUE(store.ok()) << store.status().message();
     store_ = std::move(*store);
-    std::vector<GpuState> gpus = {{0, kGpuA, "H100", 80 * kGiB, 0, 0}, {1, kGpuB, "H100", 80 * kGiB, 0, 0}};
+    std::vector<GpuState> gpus = {{0, kBoardGpuA, "H100", 80 * kGiB, 0, 0}, {1, kBoardGpuB, "H100", 80 * kGiB, 0, 0}};
     service_ = std::make_unique<SliceService>(store_.get(), gpus, dir_ + "/slices");
     ASSERT_TRUE(service_->Restore().ok());
-    Result<std::unique_ptr<BoardRegistry>> registry = BoardRegistry::Open({kGpuA, kGpuB}, {}, 0);
+    Result<std::unique_ptr<BoardRegistry>> registry = BoardRegistry::Open({kBoardGpuA, kBoardGpuB}, {}, 0);
     ASSERT_TRUE(registry.ok()) << registry.status().message();
     registry_ = std::move(*registry);
     BoardRegistry* boards = registry_.get();
@@ -64,7 +64,7 @@ class BoardServerTest : public ::testing::Test {
     ASSERT_TRUE(server_->Start().ok());
     // The owner's slice on GPU A.
     CreateRequest request;
-    request.gpu = kGpuA;
+    request.gpu = kBoardGpuA;
     request.memory_bytes = kGiB;
     request.compute_share = 30;
     request.owner = kOwner;
@@ -145,7 +145,7 @@ class BoardServerTest : public ::testing::Test {
 };
 
 TEST_F(BoardServerTest, RootGetsEveryBoard) {
-  for (const char* gpu : {kGpuA, kGpuB}) {
+  for (const char* gpu : {kBoardGpuA, kBoardGpuB}) {
     Result<compute::SealedPair> fds = compute::RequestBoard(socket_, gpu, 1000, 0);
     ASSERT_TRUE(fds.ok()) << fds.status().message();
     compute::ClosePair(&*fds);
@@ -154,23 +154,23 @@ TEST_F(BoardServerTest, RootGetsEveryBoard) {
 }
 
 TEST_F(BoardServerTest, TheOwnerOfASliceGetsItsGpusBoardAndCannotBreakIt) {
-  const std::string line = AskAs(kOwner, kGpuA);
+  const std::string line = AskAs(kOwner, kBoardGpuA);
   EXPECT_EQ(line,
             "ok truncate_board=Operation not permitted grow_board=Operation not permitted "
             "truncate_policy=Invalid argument map_policy_writable=Permission denied "
             "reopen_policy_rw=Permission denied map=ok");
   // Not the other GPU, where it has no slice.
-  EXPECT_EQ(AskAs(kOwner, kGpuB), "refused: the board socket " + socket_ + ": uid 4242 has no slice on GPU " + kGpuB +
+  EXPECT_EQ(AskAs(kOwner, kBoardGpuB), "refused: the board socket " + socket_ + ": uid 4242 has no slice on GPU " + kBoardGpuB +
                                       ": its compute board is not handed out");
 }
 
 TEST_F(BoardServerTest, AUserWithoutASliceOnTheGpuIsRefused) {
-  EXPECT_EQ(AskAs(kStranger, kGpuA), "refused: the board socket " + socket_ + ": uid 4243 has no slice on GPU " + kGpuA +
+  EXPECT_EQ(AskAs(kStranger, kBoardGpuA), "refused: the board socket " + socket_ + ": uid 4243 has no slice on GPU " + kBoardGpuA +
                                          ": its compute board is not handed out");
   EXPECT_EQ(AskAs(kStranger, "GPU-none"), "refused: the board socket " + socket_ + ": no GPU GPU-none on this node");
   // Once its slice is gone, the owner is a stranger too.
   ASSERT_TRUE(service_->Delete(slice_.id).ok());
-  EXPECT_NE(AskAs(kOwner, kGpuA).find("has no slice on GPU"), std::string::npos);
+  EXPECT_NE(AskAs(kOwner, kBoardGpuA).find("has no slice on GPU"), std::string::npos);
   EXPECT_EQ(Settled([this] { return server_->refused(); }, 3), 3u);
   EXPECT_EQ(server_->handed_out(), 0u);
 }
@@ -203,10 +203,10 @@ TEST_F(BoardServerTest, SilentConnectionsDelayNobody) {
   ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the silent user could not connect";
   close(ready[0]);
   const auto started = std::chrono::steady_clock::now();
-  Result<compute::SealedPair> fds = compute::RequestBoard(socket_, kGpuA, 1000, 0);
+  Result<compute::SealedPair> fds = compute::RequestBoard(socket_, kBoardGpuA, 1000, 0);
   ASSERT_TRUE(fds.ok()) << fds.status().message();
   compute::ClosePair(&*fds);
-  EXPECT_EQ(AskAs(kOwner, kGpuA).substr(0, 2), "ok");
+  EXPECT_EQ(AskAs(kOwner, kBoardGpuA).substr(0, 2), "ok");
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(900));
   kill(holder, SIGKILL);
   waitpid(holder, nullptr, 0);

@@ -10,11 +10,10 @@
 #include "agent/config.h"
 #include "agent/slice_service.h"
 #include "agent/store.h"
+#include "core/units.h"
 
 namespace fgpu::agent {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 class GovernanceTest : public ::testing::Test {
  protected:

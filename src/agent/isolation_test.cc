@@ -11,12 +11,10 @@
 #include "agent/mig_setup.h"
 #include "agent/slice_service.h"
 #include "agent/store.h"
+#include "core/units.h"
 
 namespace fgpu::agent {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 const mig::ModelInfo& H100() { return mig::InfoOf(mig::Model::kH100_80GB); }
 uint32_t IdOf(std::string_view name) { return mig::FindProfileByName(H100(), name)->id; }

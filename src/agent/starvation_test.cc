@@ -9,7 +9,7 @@ namespace {
 constexpr int64_t kWindowMs = 10'000;
 constexpr uint64_t kNsPerMs = 1'000'000;
 
-SliceRecord Slice(const std::string& id, uint32_t share, slice::ComputeMode mode = slice::ComputeMode::kShare) {
+SliceRecord ShareSlice(const std::string& id, uint32_t share, slice::ComputeMode mode = slice::ComputeMode::kShare) {
   SliceRecord slice;
   slice.id = id;
   slice.compute_share = share;
@@ -24,7 +24,7 @@ ComputeSample After(double ms, double busy, double waited) {
 
 TEST(StarvationWatch, ASliceThatWaitsAndGetsTooLittleIsStarvedOncePerWindow) {
   StarvationWatch watch(0.5, kWindowMs);
-  const SliceRecord slice = Slice("s1", 60);
+  const SliceRecord slice = ShareSlice("s1", 60);
   EXPECT_FALSE(watch.Observe(slice, {}, 0).starved);  // the first reading opens a window
   EXPECT_FALSE(watch.Observe(slice, After(5'000, 0.1, 0.9), 5'000).decided);
   const StarvationVerdict verdict = watch.Observe(slice, After(10'000, 0.1, 0.9), 10'000);
@@ -39,9 +39,9 @@ TEST(StarvationWatch, ASliceThatWaitsAndGetsTooLittleIsStarvedOncePerWindow) {
 
 TEST(StarvationWatch, EnoughOfTheShareOrNoWaitingIsNotStarvation) {
   StarvationWatch watch(0.5, kWindowMs);
-  const SliceRecord fed = Slice("fed", 60);           // waits, but gets 40 % of 60 % (above half)
-  const SliceRecord host_bound = Slice("host", 60);   // gets 5 % but never waits for the GPU
-  const SliceRecord capped = Slice("cap", 60, slice::ComputeMode::kCap);  // held back on purpose
+  const SliceRecord fed = ShareSlice("fed", 60);           // waits, but gets 40 % of 60 % (above half)
+  const SliceRecord host_bound = ShareSlice("host", 60);   // gets 5 % but never waits for the GPU
+  const SliceRecord capped = ShareSlice("cap", 60, slice::ComputeMode::kCap);  // held back on purpose
   for (const SliceRecord* slice : {&fed, &host_bound, &capped}) watch.Observe(*slice, {}, 0);
   EXPECT_FALSE(watch.Observe(fed, After(10'000, 0.4, 0.9), 10'000).starved);
   EXPECT_FALSE(watch.Observe(host_bound, After(10'000, 0.05, 0.1), 10'000).starved);
@@ -50,7 +50,7 @@ TEST(StarvationWatch, EnoughOfTheShareOrNoWaitingIsNotStarvation) {
 
 TEST(StarvationWatch, ARecoveredSliceIsNoLongerStarvedAndAResetCounterCountsFromZero) {
   StarvationWatch watch(0.5, kWindowMs);
-  const SliceRecord slice = Slice("s1", 50);
+  const SliceRecord slice = ShareSlice("s1", 50);
   watch.Observe(slice, {}, 0);
   ASSERT_TRUE(watch.Observe(slice, After(10'000, 0.0, 1.0), 10'000).starved);
   // The next window: 40 % of the GPU (above half of 50 %).
@@ -62,7 +62,7 @@ TEST(StarvationWatch, ARecoveredSliceIsNoLongerStarvedAndAResetCounterCountsFrom
 
 TEST(StarvationWatch, GoneSlicesAreForgotten) {
   StarvationWatch watch(0.5, kWindowMs);
-  const SliceRecord slice = Slice("s1", 50);
+  const SliceRecord slice = ShareSlice("s1", 50);
   watch.Observe(slice, {}, 0);
   watch.Retain({});
   // A new window opens: no verdict from the forgotten one.

@@ -6,11 +6,10 @@
 #include <algorithm>
 
 #include "api/codec.h"
+#include "core/units.h"
 
 namespace fgpu::cli {
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 api::Gpu AGpu(int index, const std::string& uuid, uint64_t total, uint64_t reserved = 0, uint32_t compute = 0) {
   api::Gpu gpu;

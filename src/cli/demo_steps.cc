@@ -23,13 +23,13 @@ constexpr const char* kShareBytesArg = "20GiB";
 constexpr const char* kHoldMs = "1500";
 constexpr const char* kSpinSeconds = "2";
 
-std::string Percent(double value) {
+std::string PercentText(double value) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(1) << value << "%";
   return text.str();
 }
 
-std::string Seconds(double value) {
+std::string SecondsText(double value) {
   std::ostringstream text;
   text << std::fixed << std::setprecision(2) << value << " s";
   return text.str();
@@ -245,7 +245,7 @@ Status ShareCompute(const DemoContext& demo) {
   Result<SpinRound> alone = SpinTogether(demo, **segment, 1);
   if (!alone.ok()) return alone.status();
   const SpinResult& solo = alone->spinners.at(0).second;
-  out << "  alone:    achieved " << Percent(solo.achieved_duty) << " of the device (" << solo.kernels
+  out << "  alone:    achieved " << PercentText(solo.achieved_duty) << " of the device (" << solo.kernels
       << " kernels, latency p50 " << Microseconds(solo.p50_us) << ", p99 " << Microseconds(solo.p99_us)
       << "); device utilization " << alone->utilization_percent << "%\n";
 
@@ -254,19 +254,19 @@ Status ShareCompute(const DemoContext& demo) {
   out << "  together:";
   double sum = 0;
   for (const auto& [pid, spin] : pair->spinners) {
-    out << " pid " << pid << " " << Percent(spin.achieved_duty) << " (p50 " << Microseconds(spin.p50_us)
+    out << " pid " << pid << " " << PercentText(spin.achieved_duty) << " (p50 " << Microseconds(spin.p50_us)
         << ");";
     sum += spin.achieved_duty;
   }
-  out << " sum " << Percent(sum) << "; device utilization " << pair->utilization_percent << "%\n";
-  out << "  their kernels took " << Seconds(pair->busy_s) << " of device time in " << Seconds(pair->wall_s)
+  out << " sum " << PercentText(sum) << "; device utilization " << pair->utilization_percent << "%\n";
+  out << "  their kernels took " << SecondsText(pair->busy_s) << " of device time in " << SecondsText(pair->wall_s)
       << " of wall time\n";
   // Every kernel of both ran between the spawn and the last report, so on one device their
   // times cannot add up to more than that interval; no allowance is needed for slow hosts,
   // which only lower the sum. The 2% covers rounding in the probes' reports.
   if (pair->busy_s > pair->wall_s * 1.02) {
-    return Status::Unavailable("the two processes' kernels took " + Seconds(pair->busy_s) +
-                               " of device time in " + Seconds(pair->wall_s) +
+    return Status::Unavailable("the two processes' kernels took " + SecondsText(pair->busy_s) +
+                               " of device time in " + SecondsText(pair->wall_s) +
                                " of wall time, more than one device has: they did not share its timeline");
   }
   out << "  one device's time, split between the processes, as on a real GPU without MPS\n";

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
+
 namespace fgpu::cli {
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 TEST(RunPlan, MemoryLimitsInBytesAndPercent) {
   EXPECT_EQ(*ParseMemoryLimit("512MiB", 80 * kGiB), 512ull << 20);

@@ -19,12 +19,10 @@
 #include "compute/limiter.h"
 #include "compute/policy_table.h"
 #include "compute/sealed.h"
+#include "compute/test_units.h"
 
 namespace fgpu::compute {
 namespace {
-
-constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kUs = 1'000;
 
 struct ClientSpec {
   uint32_t share = 100;

@@ -16,13 +16,11 @@
 namespace fgpu::compute {
 namespace {
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 Status WriteNewBoard(const std::string& path, std::string_view uuid) {
   // Unique per creating thread: several threads of one process may race to create the board.
   const std::string temp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(::gettid());
   const int fd = ::open(temp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
-  if (fd < 0) return Status::Unavailable(Errno(temp));
+  if (fd < 0) return Status::Unavailable(ErrnoMessage(temp));
   ::fchmod(fd, 0666);  // the umask must not keep other users' slices out
   const layout::BoardHeader header = FreshBoardHeader(uuid);
   bool ok = ::pwrite(fd, &header, sizeof(header), 0) == static_cast<ssize_t>(sizeof(header)) &&
@@ -31,7 +29,7 @@ Status WriteNewBoard(const std::string& path, std::string_view uuid) {
   // link, not rename: a process that lost the race to create the board must not replace the
   // winner's file, or the two would arbitrate on different boards.
   const bool published = ok && (::link(temp.c_str(), path.c_str()) == 0 || errno == EEXIST);
-  const Status status = published ? Status::Ok() : Status::Unavailable(Errno(path));
+  const Status status = published ? Status::Ok() : Status::Unavailable(ErrnoMessage(path));
   ::unlink(temp.c_str());
   return status;
 }
@@ -104,7 +102,7 @@ Result<Board*> Board::Open(const std::string& dir, std::string_view uuid) {
   if (::mkdir(dir.c_str(), 01777) == 0) {
     ::chmod(dir.c_str(), 01777);
   } else if (errno != EEXIST) {
-    return Status::Unavailable(Errno(dir));
+    return Status::Unavailable(ErrnoMessage(dir));
   }
   const std::string path = dir + "/" + std::string(uuid);
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -114,11 +112,11 @@ Result<Board*> Board::Open(const std::string& dir, std::string_view uuid) {
     if (!written.ok() && ::access(path.c_str(), F_OK) != 0) return written;
     fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   }
-  if (fd < 0) return Status::Unavailable(Errno(path));
+  if (fd < 0) return Status::Unavailable(ErrnoMessage(path));
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     ::close(fd);
-    return Status::Unavailable(Errno(path));
+    return Status::Unavailable(ErrnoMessage(path));
   }
   if (static_cast<uint64_t>(info.st_size) != layout::BoardFileSize()) {
     ::close(fd);
@@ -127,7 +125,7 @@ Result<Board*> Board::Open(const std::string& dir, std::string_view uuid) {
   }
   void* base = ::mmap(nullptr, layout::BoardFileSize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
-  if (base == MAP_FAILED) return Status::Unavailable(Errno(path));
+  if (base == MAP_FAILED) return Status::Unavailable(ErrnoMessage(path));
   const Status valid = Validate(path, *static_cast<layout::BoardHeader*>(base), uuid);
   if (!valid.ok()) {
     ::munmap(base, layout::BoardFileSize());
@@ -148,13 +146,13 @@ Result<Board*> Board::Map(int board_fd, int policy_fd, std::string_view uuid, co
       !sealed.ok())
     return sealed;
   struct stat board_info {};
-  if (::fstat(board_fd, &board_info) != 0) return Status::Unavailable(Errno(path));
+  if (::fstat(board_fd, &board_info) != 0) return Status::Unavailable(ErrnoMessage(path));
   void* base = ::mmap(nullptr, layout::BoardFileSize(), PROT_READ | PROT_WRITE, MAP_SHARED, board_fd, 0);
-  if (base == MAP_FAILED) return Status::Unavailable(Errno(path + ": mmap"));
+  if (base == MAP_FAILED) return Status::Unavailable(ErrnoMessage(path + ": mmap"));
   const int protection = options.writable_policy ? PROT_READ | PROT_WRITE : PROT_READ;
   void* policy = ::mmap(nullptr, layout::PolicyFileSize(), protection, MAP_SHARED, policy_fd, 0);
   if (policy == MAP_FAILED) {
-    const Status failed = Status::Unavailable(Errno(policy_path + ": mmap"));
+    const Status failed = Status::Unavailable(ErrnoMessage(policy_path + ": mmap"));
     ::munmap(base, layout::BoardFileSize());
     return failed;
   }

@@ -23,7 +23,7 @@
 namespace fgpu::compute {
 namespace {
 
-constexpr char kGpu[] = "GPU-handout";
+constexpr char kHandoutGpu[] = "GPU-handout";
 
 int OpenDescriptors() {
   int count = 0;
@@ -75,7 +75,7 @@ class HandoutTest : public ::testing::Test {
 };
 
 TEST_F(HandoutTest, TheAgentsAnswerCarriesTheBoardAndTheReadOnlyPolicy) {
-  Result<SealedPair> pair = CreateSealedPair(kGpu);
+  Result<SealedPair> pair = CreateSealedPair(kHandoutGpu);
   ASSERT_TRUE(pair.ok());
   Result<int> read_only = ReopenReadOnly(pair->policy);
   ASSERT_TRUE(read_only.ok());
@@ -85,13 +85,13 @@ TEST_F(HandoutTest, TheAgentsAnswerCarriesTheBoardAndTheReadOnlyPolicy) {
     const SealedPair handout{pair->board, *read_only};
     EXPECT_TRUE(SendBoardReply(connection, HandoutCode::kOk, "", &handout));
   });
-  Result<SealedPair> received = RequestBoard(path_, kGpu, 1000, ::geteuid());
+  Result<SealedPair> received = RequestBoard(path_, kHandoutGpu, 1000, ::geteuid());
   ASSERT_TRUE(received.ok()) << received.status().message();
   server_.join();
-  EXPECT_EQ(asked, kGpu);
+  EXPECT_EQ(asked, kHandoutGpu);
   EXPECT_EQ(::fcntl(received->policy, F_GETFL) & O_ACCMODE, O_RDONLY);
   EXPECT_NE(::fcntl(received->board, F_GETFD) & FD_CLOEXEC, 0) << "received descriptors are close-on-exec";
-  Result<Board*> board = Board::Map(received->board, received->policy, kGpu, {.writable_policy = false, .owner = ::geteuid()});
+  Result<Board*> board = Board::Map(received->board, received->policy, kHandoutGpu, {.writable_policy = false, .owner = ::geteuid()});
   ASSERT_TRUE(board.ok()) << board.status().message();
   delete *board;
   ClosePair(&*received);
@@ -101,7 +101,7 @@ TEST_F(HandoutTest, TheAgentsAnswerCarriesTheBoardAndTheReadOnlyPolicy) {
 
 TEST_F(HandoutTest, NoAgentIsAnErrorAtOnce) {
   const auto started = std::chrono::steady_clock::now();
-  Result<SealedPair> received = RequestBoard(path_, kGpu, 1000, ::geteuid());
+  Result<SealedPair> received = RequestBoard(path_, kHandoutGpu, 1000, ::geteuid());
   ASSERT_FALSE(received.ok());
   EXPECT_EQ(received.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(received.status().message().find(path_), std::string::npos) << received.status().message();
@@ -112,7 +112,7 @@ TEST_F(HandoutTest, NoAgentIsAnErrorAtOnce) {
 TEST_F(HandoutTest, AnAgentThatNeverAnswersCostsTheTimeoutNotAHang) {
   Listen();
   const auto started = std::chrono::steady_clock::now();
-  Result<SealedPair> received = RequestBoard(path_, kGpu, 300, ::geteuid());
+  Result<SealedPair> received = RequestBoard(path_, kHandoutGpu, 300, ::geteuid());
   const auto took = std::chrono::steady_clock::now() - started;
   ASSERT_FALSE(received.ok());
   EXPECT_EQ(received.status().code(), StatusCode::kUnavailable);
@@ -124,7 +124,7 @@ TEST_F(HandoutTest, AnAgentThatNeverAnswersCostsTheTimeoutNotAHang) {
 
 TEST_F(HandoutTest, AServerOfAnotherUserIsNotAsked) {
   Listen();
-  Result<SealedPair> received = RequestBoard(path_, kGpu, 300, ::geteuid() + 1);
+  Result<SealedPair> received = RequestBoard(path_, kHandoutGpu, 300, ::geteuid() + 1);
   ASSERT_FALSE(received.ok());
   EXPECT_EQ(received.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(received.status().message().find("is served by uid"), std::string::npos) << received.status().message();
@@ -134,7 +134,7 @@ TEST_F(HandoutTest, ARefusalCarriesTheAgentsReasonAndNoDescriptor) {
   Serve([](int connection, const std::string&) {
     EXPECT_TRUE(SendBoardReply(connection, HandoutCode::kRefused, "uid 7 has no slice on GPU-handout", nullptr));
   });
-  Result<SealedPair> received = RequestBoard(path_, kGpu, 1000, ::geteuid());
+  Result<SealedPair> received = RequestBoard(path_, kHandoutGpu, 1000, ::geteuid());
   ASSERT_FALSE(received.ok());
   EXPECT_EQ(received.status().code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(received.status().message(), "the board socket " + path_ + ": uid 7 has no slice on GPU-handout");
@@ -161,7 +161,7 @@ TEST_F(HandoutTest, AMalformedAnswerIsRefusedAndItsDescriptorsClosed) {
     EXPECT_EQ(::sendmsg(connection, &message, MSG_NOSIGNAL), 1);
     for (int fd : fds) ::close(fd);
   });
-  Result<SealedPair> received = RequestBoard(path_, kGpu, 1000, ::geteuid());
+  Result<SealedPair> received = RequestBoard(path_, kHandoutGpu, 1000, ::geteuid());
   server_.join();
   ASSERT_FALSE(received.ok());
   EXPECT_EQ(received.status().code(), StatusCode::kCorrupt);
@@ -178,10 +178,10 @@ TEST_F(HandoutTest, OnlyAUuidIsARequest) {
     ASSERT_EQ(::send(pair[0], bad.data(), bad.size(), 0), static_cast<ssize_t>(bad.size()));
     EXPECT_EQ(ReadBoardRequest(pair[1]).status().code(), StatusCode::kInvalidArgument) << bad;
   }
-  ASSERT_EQ(::send(pair[0], kGpu, sizeof(kGpu) - 1, 0), static_cast<ssize_t>(sizeof(kGpu) - 1));
+  ASSERT_EQ(::send(pair[0], kHandoutGpu, sizeof(kHandoutGpu) - 1, 0), static_cast<ssize_t>(sizeof(kHandoutGpu) - 1));
   Result<std::string> uuid = ReadBoardRequest(pair[1]);
   ASSERT_TRUE(uuid.ok());
-  EXPECT_EQ(*uuid, kGpu);
+  EXPECT_EQ(*uuid, kHandoutGpu);
   ::close(pair[0]);
   EXPECT_EQ(ReadBoardRequest(pair[1]).status().code(), StatusCode::kUnavailable) << "hung up";
   ::close(pair[1]);

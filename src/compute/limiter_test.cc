@@ -1,6 +1,7 @@
 // What the limiter charges a completed batch: the host-observed occupancy, bounded by the
 // device-timed span between the batch's markers when there is one (limiter.h).
 #include "compute/limiter.h"
+#include "compute/test_units.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,9 +16,6 @@
 
 namespace fgpu::compute {
 namespace {
-
-constexpr int64_t kMs = 1'000'000;
-constexpr int64_t kUs = 1'000;
 
 class LimiterTest : public ::testing::Test {
  protected:

@@ -1,6 +1,7 @@
 // The arbitration rules one at a time, on made-up rows (policy.h): guarantees before tiers,
 // tiers before turns, lending idle gaps, and strict priority.
 #include "compute/policy.h"
+#include "compute/test_units.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +10,6 @@
 namespace fgpu::compute {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kNow = 1000 * kMs;
 
 // A live row that asked to launch just now and is neither owed nor over its rate.

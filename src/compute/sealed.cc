@@ -19,8 +19,6 @@ namespace {
 
 constexpr unsigned kSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 bool WriteAll(int fd, const void* data, size_t size) {
   return ::pwrite(fd, data, size, 0) == static_cast<ssize_t>(size);
 }
@@ -28,11 +26,11 @@ bool WriteAll(int fd, const void* data, size_t size) {
 // One memfd of `size` bytes starting with `header`, sealed and 0600.
 Result<int> MakeSealed(const std::string& name, uint64_t size, const void* header, size_t header_size) {
   const int fd = ::memfd_create(name.c_str(), MFD_ALLOW_SEALING | MFD_CLOEXEC);
-  if (fd < 0) return Status::Unavailable(Errno("memfd_create " + name));
+  if (fd < 0) return Status::Unavailable(ErrnoMessage("memfd_create " + name));
   const bool ok = ::ftruncate(fd, static_cast<off_t>(size)) == 0 && WriteAll(fd, header, header_size) &&
                   ::fcntl(fd, F_ADD_SEALS, kSeals) == 0 && ::fchmod(fd, 0600) == 0;
   if (!ok) {
-    const Status failed = Status::Unavailable(Errno(name));
+    const Status failed = Status::Unavailable(ErrnoMessage(name));
     ::close(fd);
     return failed;
   }
@@ -52,7 +50,7 @@ Result<SealedPair> CreateSealedPair(std::string_view uuid) {
   if (!board.ok()) return board.status();
   struct stat info {};
   if (::fstat(*board, &info) != 0) {
-    const Status failed = Status::Unavailable(Errno(BoardMemfdName(uuid)));
+    const Status failed = Status::Unavailable(ErrnoMessage(BoardMemfdName(uuid)));
     ::close(*board);
     return failed;
   }
@@ -79,7 +77,7 @@ Result<SealedPair> CreateSealedPair(std::string_view uuid) {
 
 Status CheckSealed(int fd, uint64_t size, const std::string& what, bool read_only, uid_t owner) {
   struct stat info {};
-  if (fd < 0 || ::fstat(fd, &info) != 0) return Status::Unavailable(Errno(what));
+  if (fd < 0 || ::fstat(fd, &info) != 0) return Status::Unavailable(ErrnoMessage(what));
   if (!S_ISREG(info.st_mode)) return Status::Corrupt(what + " is not a regular file");
   if (static_cast<uint64_t>(info.st_size) != size) {
     return Status::Corrupt(what + " is " + std::to_string(info.st_size) + " bytes, expected " + std::to_string(size));
@@ -90,12 +88,12 @@ Status CheckSealed(int fd, uint64_t size, const std::string& what, bool read_onl
   }
   if ((info.st_mode & 0077) != 0) return Status::PermissionDenied(what + " is open to group or others");
   const int seals = ::fcntl(fd, F_GET_SEALS);
-  if (seals < 0) return Status::Corrupt(Errno(what + ": not sealable"));
+  if (seals < 0) return Status::Corrupt(ErrnoMessage(what + ": not sealable"));
   if ((static_cast<unsigned>(seals) & kSeals) != kSeals) {
     return Status::Corrupt(what + " is not sealed against shrinking, growing and further seals");
   }
   const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0) return Status::Unavailable(Errno(what));
+  if (flags < 0) return Status::Unavailable(ErrnoMessage(what));
   if (read_only && (flags & O_ACCMODE) != O_RDONLY) return Status::PermissionDenied(what + " was handed out writable");
   return Status::Ok();
 }
@@ -103,7 +101,7 @@ Status CheckSealed(int fd, uint64_t size, const std::string& what, bool read_onl
 Result<int> ReopenReadOnly(int fd) {
   const std::string self = "/proc/self/fd/" + std::to_string(fd);
   const int reopened = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
-  if (reopened < 0) return Status::Unavailable(Errno(self));
+  if (reopened < 0) return Status::Unavailable(ErrnoMessage(self));
   return reopened;
 }
 

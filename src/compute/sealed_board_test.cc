@@ -19,12 +19,12 @@
 #include "compute/limiter.h"
 #include "compute/policy_table.h"
 #include "compute/sealed.h"
+#include "compute/test_units.h"
 
 namespace fgpu::compute {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;
-constexpr char kGpu[] = "GPU-sealed";
+constexpr char kSealedGpu[] = "GPU-sealed";
 
 MapOptions Agent() { return MapOptions{.writable_policy = true, .owner = ::geteuid()}; }
 MapOptions Workload() { return MapOptions{.writable_policy = false, .owner = ::geteuid()}; }
@@ -32,10 +32,10 @@ MapOptions Workload() { return MapOptions{.writable_policy = false, .owner = ::g
 class SealedBoardTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Result<SealedPair> pair = CreateSealedPair(kGpu);
+    Result<SealedPair> pair = CreateSealedPair(kSealedGpu);
     ASSERT_TRUE(pair.ok()) << pair.status().message();
     pair_ = *pair;
-    Result<Board*> agent = Board::Map(pair_.board, pair_.policy, kGpu, Agent());
+    Result<Board*> agent = Board::Map(pair_.board, pair_.policy, kSealedGpu, Agent());
     ASSERT_TRUE(agent.ok()) << agent.status().message();
     agent_.reset(*agent);
     Result<int> read_only = ReopenReadOnly(pair_.policy);
@@ -49,7 +49,7 @@ class SealedBoardTest : public ::testing::Test {
 
   // What a workload maps: the board and the read-only policy description.
   std::unique_ptr<Board> WorkloadBoard() {
-    Result<Board*> board = Board::Map(pair_.board, policy_read_only_, kGpu, Workload());
+    Result<Board*> board = Board::Map(pair_.board, policy_read_only_, kSealedGpu, Workload());
     EXPECT_TRUE(board.ok()) << board.status().message();
     return std::unique_ptr<Board>(board.ok() ? *board : nullptr);
   }
@@ -106,12 +106,12 @@ TEST_F(SealedBoardTest, TheReadOnlyPolicyDescriptorCannotBeWrittenOrMappedWritab
 
 TEST_F(SealedBoardTest, MapRefusesWhatTheAgentDidNotHandOut) {
   // A writable policy descriptor, where a workload expects a read-only one.
-  Result<Board*> board = Board::Map(pair_.board, pair_.policy, kGpu, Workload());
+  Result<Board*> board = Board::Map(pair_.board, pair_.policy, kSealedGpu, Workload());
   ASSERT_FALSE(board.ok());
   EXPECT_EQ(board.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(board.status().message().find("handed out writable"), std::string::npos) << board.status().message();
   // Memfds of another user (the owner the receiver demands is not theirs).
-  board = Board::Map(pair_.board, policy_read_only_, kGpu, {.writable_policy = false, .owner = ::geteuid() + 1});
+  board = Board::Map(pair_.board, policy_read_only_, kSealedGpu, {.writable_policy = false, .owner = ::geteuid() + 1});
   ASSERT_FALSE(board.ok());
   EXPECT_EQ(board.status().code(), StatusCode::kPermissionDenied);
   // Another GPU's.
@@ -119,9 +119,9 @@ TEST_F(SealedBoardTest, MapRefusesWhatTheAgentDidNotHandOut) {
   ASSERT_FALSE(board.ok());
   EXPECT_EQ(board.status().code(), StatusCode::kCorrupt);
   // The policy of another board.
-  Result<SealedPair> other = CreateSealedPair(kGpu);
+  Result<SealedPair> other = CreateSealedPair(kSealedGpu);
   ASSERT_TRUE(other.ok());
-  board = Board::Map(pair_.board, other->policy, kGpu, Agent());
+  board = Board::Map(pair_.board, other->policy, kSealedGpu, Agent());
   ASSERT_FALSE(board.ok());
   EXPECT_NE(board.status().message().find("policy table of another board"), std::string::npos) << board.status().message();
   ClosePair(&*other);
@@ -130,9 +130,9 @@ TEST_F(SealedBoardTest, MapRefusesWhatTheAgentDidNotHandOut) {
   ASSERT_GE(unsealed, 0);
   ASSERT_EQ(::fchmod(unsealed, 0600), 0);
   ASSERT_EQ(::ftruncate(unsealed, static_cast<off_t>(layout::BoardFileSize())), 0);
-  const layout::BoardHeader header = FreshBoardHeader(kGpu);
+  const layout::BoardHeader header = FreshBoardHeader(kSealedGpu);
   ASSERT_EQ(::pwrite(unsealed, &header, sizeof(header), 0), static_cast<ssize_t>(sizeof(header)));
-  board = Board::Map(unsealed, policy_read_only_, kGpu, Workload());
+  board = Board::Map(unsealed, policy_read_only_, kSealedGpu, Workload());
   ASSERT_FALSE(board.ok());
   EXPECT_NE(board.status().message().find("not sealed"), std::string::npos) << board.status().message();
   ::close(unsealed);
@@ -142,7 +142,7 @@ TEST_F(SealedBoardTest, MapRefusesWhatTheAgentDidNotHandOut) {
   ASSERT_GE(file, 0);
   ::unlink(path.c_str());
   ASSERT_EQ(::ftruncate(file, static_cast<off_t>(layout::BoardFileSize())), 0);
-  board = Board::Map(file, policy_read_only_, kGpu, Workload());
+  board = Board::Map(file, policy_read_only_, kSealedGpu, Workload());
   EXPECT_FALSE(board.ok());
   ::close(file);
   // What the agent hands out maps.

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 
+#include "core/units.h"
+
 namespace fgpu::mig {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 // The starts per profile shape (nvidia-smi mig -lgipp, identical on A100 and H100):
 // 1g {0..6}, 1g with 2 memory slices {0,2,4,6}, 2g {0,2,4}, 3g {0,4}, 4g and 7g {0}.

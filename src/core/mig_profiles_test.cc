@@ -5,10 +5,10 @@
 #include <map>
 #include <vector>
 
+#include "core/units.h"
+
 namespace fgpu::mig {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 std::vector<int> StartsOf(const Profile& profile) {
   std::vector<int> starts;

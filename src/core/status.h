@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cassert>
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,5 +80,8 @@ class [[nodiscard]] Result {
  private:
   std::variant<T, Status> state_;
 };
+
+// "what: <the reason errno gives>", for a system call that just failed.
+inline std::string ErrnoMessage(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 }  // namespace fgpu

@@ -26,8 +26,6 @@ constexpr int kBacklog = 4096;
 // Descriptors left to the rest of the process when the cap is fitted to RLIMIT_NOFILE.
 constexpr std::size_t kSpareDescriptors = 64;
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 bool FillUnixAddress(const std::string& path, sockaddr_un* address) {
   if (path.empty() || path.size() >= sizeof(address->sun_path)) return false;
   std::memset(address, 0, sizeof(*address));
@@ -59,11 +57,11 @@ Result<int> HttpServer::ListenTcp(const std::string& host, int port) {
     return Status::InvalidArgument("not an IPv4 address and port: " + host + ":" + std::to_string(port));
   }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable(Errno("socket"));
+  if (fd < 0) return Status::Unavailable(ErrnoMessage("socket"));
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 || listen(fd, kBacklog) != 0) {
-    const Status error = Status::Unavailable(Errno("cannot listen on " + host + ":" + std::to_string(port)));
+    const Status error = Status::Unavailable(ErrnoMessage("cannot listen on " + host + ":" + std::to_string(port)));
     close(fd);
     return error;
   }
@@ -84,10 +82,10 @@ Status HttpServer::ListenUnix(const std::string& path, mode_t mode) {
     unlink(path.c_str());
   }
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Unavailable(Errno("socket"));
+  if (fd < 0) return Status::Unavailable(ErrnoMessage("socket"));
   if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
       chmod(path.c_str(), mode) != 0 || listen(fd, kBacklog) != 0) {
-    const Status error = Status::Unavailable(Errno("cannot listen on " + path));
+    const Status error = Status::Unavailable(ErrnoMessage("cannot listen on " + path));
     close(fd);
     return error;
   }

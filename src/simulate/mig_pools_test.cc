@@ -9,8 +9,6 @@
 namespace fgpu::simulate {
 namespace {
 
-const Scenario& Small() { return testing::SmallScenario(); }
-
 TEST(MigPoolsTest, ASharePicksTheSmallestProfileCoveringItsComputeAndMemory) {
   const fgpu::mig::ModelInfo& h100 = fgpu::mig::InfoOf(fgpu::mig::Model::kH100_80GB);
   EXPECT_EQ(ProfileForShare(h100, 0.1).name, "1g.10gb");   // 1/7 and 1/8
@@ -25,7 +23,7 @@ TEST(MigPoolsTest, ASharePicksTheSmallestProfileCoveringItsComputeAndMemory) {
 TEST(MigPoolsTest, MigStrandsWhatSlicesGiveAndMixedSitsBetween) {
   std::array<PoolsResult, 3> results;
   for (const Pools pools : {Pools::kSlices, Pools::kMig, Pools::kMixed}) {
-    Result<PoolsResult> run = ReplayPools(Small(), PoolsSpec{.pools = pools, .seed = 42});
+    Result<PoolsResult> run = ReplayPools(testing::SmallScenario(), PoolsSpec{.pools = pools, .seed = 42});
     ASSERT_TRUE(run.ok()) << run.status().message();
     results[static_cast<size_t>(pools)] = *run;
     EXPECT_EQ(run->placed + run->failed, run->arrivals);
@@ -45,14 +43,14 @@ TEST(MigPoolsTest, MigStrandsWhatSlicesGiveAndMixedSitsBetween) {
   EXPECT_LT(mixed.on_mig, mixed.placed);
   EXPECT_EQ(slices.arrivals, mig.arrivals);  // the same arrivals, up to arrived 100 %
   // Deterministic.
-  Result<PoolsResult> again = ReplayPools(Small(), PoolsSpec{.pools = Pools::kMixed, .seed = 42});
+  Result<PoolsResult> again = ReplayPools(testing::SmallScenario(), PoolsSpec{.pools = Pools::kMixed, .seed = 42});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->placed, mixed.placed);
   EXPECT_EQ(again->stranded_memory, mixed.stranded_memory);
 }
 
 TEST(MigPoolsTest, ABadShareOfMigNodesIsRefused) {
-  EXPECT_FALSE(ReplayPools(Small(), PoolsSpec{.pools = Pools::kMixed, .mig_fraction = 1.5}).ok());
+  EXPECT_FALSE(ReplayPools(testing::SmallScenario(), PoolsSpec{.pools = Pools::kMixed, .mig_fraction = 1.5}).ok());
 }
 
 }  // namespace

@@ -15,12 +15,6 @@ std::string Format(const char* format, double value) {
   return text;
 }
 
-std::string Pad(const std::string& text, size_t width, bool left_align = false) {
-  if (text.size() >= width) return text;
-  const std::string fill(width - text.size(), ' ');
-  return left_align ? text + fill : fill + text;
-}
-
 std::string StatCell(const SeedStat& stat) {
   if (stat.n == 0) return "-";
   return Format("%.2f", stat.mean) + " (" + Format("%.2f", stat.min) + "-" + Format("%.2f", stat.max) + ")";
@@ -152,6 +146,12 @@ std::string RenderCurvesCsv(const std::vector<PolicySummary>& summaries) {
     }
   }
   return out;
+}
+
+std::string Pad(const std::string& text, size_t width, bool left_align) {
+  if (text.size() >= width) return text;
+  const std::string fill(width - text.size(), ' ');
+  return left_align ? text + fill : fill + text;
 }
 
 }  // namespace fgpu::simulate

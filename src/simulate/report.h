@@ -26,6 +26,8 @@ struct ReportInfo {
 
 // "42-51" / "1,3,5-7".
 std::string FormatSeeds(const std::vector<uint64_t>& seeds);
+// `text` padded with spaces to `width` columns, on the left unless `left_align`.
+std::string Pad(const std::string& text, size_t width, bool left_align = false);
 
 std::string RenderTable(const std::vector<PolicySummary>& summaries, const ReportInfo& info);
 nlohmann::ordered_json SummaryJson(const std::vector<PolicySummary>& summaries, const ReportInfo& info);

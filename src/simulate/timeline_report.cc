@@ -15,8 +15,8 @@ namespace fgpu::simulate {
 namespace {
 
 constexpr const char* kTierNames[] = {"batch", "standard", "latency"};
-constexpr const char* kColors[] = {"#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
-constexpr const char* kDashes[] = {"6,3", "2,2", "8,3,2,3", "", "4,4", "1,3"};
+constexpr const char* kTimelineColors[] = {"#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
+constexpr const char* kTimelineDashes[] = {"6,3", "2,2", "8,3,2,3", "", "4,4", "1,3"};
 
 std::string Fixed(double value, int digits) {
   char text[48];
@@ -29,11 +29,6 @@ std::string Duration(double seconds) {
   if (seconds < 120) return Fixed(seconds, 0) + " s";
   if (seconds < 7200) return Fixed(seconds / 60, 1) + " min";
   return Fixed(seconds / 3600, 1) + " h";
-}
-
-std::string Pad(std::string text, size_t width, bool left = false) {
-  if (text.size() >= width) return text;
-  return left ? text + std::string(width - text.size(), ' ') : std::string(width - text.size(), ' ') + text;
 }
 
 const TimedSummary* Find(const std::vector<TimedSummary>& summaries, double load, const std::string& baseline) {
@@ -293,15 +288,15 @@ std::string RenderTimedSvg(const std::vector<TimedSummary>& summaries, double lo
         const double y = panel.top + height - height * std::clamp(value / panel.most, 0.0, 1.0);
         points += Fixed(x(sample.time), 1) + "," + Fixed(y, 1) + " ";
       }
-      out += "<polyline fill='none' stroke='" + std::string(kColors[i % 6]) + "' stroke-width='2' stroke-dasharray='" +
-             kDashes[i % 6] + "' points='" + points + "'/>\n";
+      out += "<polyline fill='none' stroke='" + std::string(kTimelineColors[i % 6]) + "' stroke-width='2' stroke-dasharray='" +
+             kTimelineDashes[i % 6] + "' points='" + points + "'/>\n";
     }
   }
   for (size_t i = 0; i < lines.size(); ++i) {
     const double y = 540;
     const double at = left + static_cast<double>(i) * 160;
     out += "<line x1='" + Fixed(at, 0) + "' y1='" + Fixed(y - 4, 0) + "' x2='" + Fixed(at + 30, 0) + "' y2='" +
-           Fixed(y - 4, 0) + "' stroke='" + kColors[i % 6] + "' stroke-width='2' stroke-dasharray='" + kDashes[i % 6] +
+           Fixed(y - 4, 0) + "' stroke='" + kTimelineColors[i % 6] + "' stroke-width='2' stroke-dasharray='" + kTimelineDashes[i % 6] +
            "'/><text x='" + Fixed(at + 36, 0) + "' y='" + Fixed(y, 0) + "'>" + lines[i]->baseline + "</text>\n";
   }
   out += "</svg>\n";

@@ -12,8 +12,6 @@
 namespace fgpu::simulate {
 namespace {
 
-const Scenario& Small() { return testing::SmallScenario(); }
-
 TimedSpec Short(const std::string& baseline, uint64_t seed = 42) {
   TimedSpec spec;
   spec.baseline = (*ParseBaselines(baseline)).front();
@@ -60,26 +58,26 @@ TEST(TimelineTest, TiersComeFromTheQos) {
 }
 
 TEST(TimelineTest, ArrivalsScaleWithTheLoadAndStayInTheWindow) {
-  const int64_t capacity = Small().cluster.total_gpu_milli();
-  Result<ArrivalPlan> light = PlanArrivals(Small().pods, capacity, 0.5, 7200);
-  Result<ArrivalPlan> heavy = PlanArrivals(Small().pods, capacity, 1.0, 7200);
+  const int64_t capacity = testing::SmallScenario().cluster.total_gpu_milli();
+  Result<ArrivalPlan> light = PlanArrivals(testing::SmallScenario().pods, capacity, 0.5, 7200);
+  Result<ArrivalPlan> heavy = PlanArrivals(testing::SmallScenario().pods, capacity, 1.0, 7200);
   ASSERT_TRUE(light.ok()) << light.status().message();
   ASSERT_TRUE(heavy.ok());
   EXPECT_NEAR(light->compression / heavy->compression, 2.0, 1e-9);
   EXPECT_NEAR(static_cast<double>(heavy->arrivals.size()) / static_cast<double>(light->arrivals.size()), 2.0, 0.05);
-  EXPECT_GT(heavy->arrivals.size(), Small().pods.pods.size());  // the sequence repeats
+  EXPECT_GT(heavy->arrivals.size(), testing::SmallScenario().pods.pods.size());  // the sequence repeats
   for (size_t i = 1; i < heavy->arrivals.size(); ++i) {
     ASSERT_GE(heavy->arrivals[i].time, heavy->arrivals[i - 1].time);
   }
   EXPECT_LT(heavy->arrivals.back().time, 7200);
-  PodList untimed = Small().pods;
+  PodList untimed = testing::SmallScenario().pods;
   untimed.timed = false;
   EXPECT_EQ(PlanArrivals(untimed, capacity, 1.0, 7200).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_FALSE(PlanArrivals(Small().pods, capacity, 0, 7200).ok());
+  EXPECT_FALSE(PlanArrivals(testing::SmallScenario().pods, capacity, 0, 7200).ok());
 }
 
 TEST(TimelineTest, ARunAccountsForEveryPodAndIsTheSameForTheSameSeed) {
-  Result<TimedResult> first = ReplayInTime(Small(), Short("fgpu"));
+  Result<TimedResult> first = ReplayInTime(testing::SmallScenario(), Short("fgpu"));
   ASSERT_TRUE(first.ok()) << first.status().message();
   int64_t pods = 0;
   for (const TierResult& tier : first->tiers) {
@@ -93,7 +91,7 @@ TEST(TimelineTest, ARunAccountsForEveryPodAndIsTheSameForTheSameSeed) {
   EXPECT_LE(first->allocated_mean, 1.0);
   EXPECT_EQ(first->samples.size(), 20u);
   EXPECT_EQ(first->tenants.size(), 8u);
-  Result<TimedResult> again = ReplayInTime(Small(), Short("fgpu"));
+  Result<TimedResult> again = ReplayInTime(testing::SmallScenario(), Short("fgpu"));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->tiers[2].delay_p99, first->tiers[2].delay_p99);
   EXPECT_EQ(again->decisions, first->decisions);
@@ -101,8 +99,8 @@ TEST(TimelineTest, ARunAccountsForEveryPodAndIsTheSameForTheSameSeed) {
 }
 
 TEST(TimelineTest, BaselinesDifferAsTheirRulesSay) {
-  Result<TimedResult> fifo = ReplayInTime(Small(), Short("fifo"));
-  Result<TimedResult> preemption = ReplayInTime(Small(), Short("preemption"));
+  Result<TimedResult> fifo = ReplayInTime(testing::SmallScenario(), Short("fifo"));
+  Result<TimedResult> preemption = ReplayInTime(testing::SmallScenario(), Short("preemption"));
   ASSERT_TRUE(fifo.ok());
   ASSERT_TRUE(preemption.ok());
   int64_t fifo_preempted = 0;
@@ -115,13 +113,13 @@ TEST(TimelineTest, BaselinesDifferAsTheirRulesSay) {
 TEST(TimelineTest, BadSpecsAreRefused) {
   TimedSpec spec = Short("fifo");
   spec.load = 0;
-  EXPECT_EQ(ReplayInTime(Small(), spec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReplayInTime(testing::SmallScenario(), spec).status().code(), StatusCode::kInvalidArgument);
   spec = Short("fifo");
   spec.warmup = spec.window;
-  EXPECT_EQ(ReplayInTime(Small(), spec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReplayInTime(testing::SmallScenario(), spec).status().code(), StatusCode::kInvalidArgument);
   spec = Short("fifo");
   spec.tick = 0;
-  EXPECT_EQ(ReplayInTime(Small(), spec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReplayInTime(testing::SmallScenario(), spec).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseBaselines("fifo,nope").status().code(), StatusCode::kNotFound);
   EXPECT_NE(ParseBaselines("nope").status().message().find("fifo, priority, preemption, fgpu"), std::string::npos);
   EXPECT_EQ(ParseBaselines("all")->size(), 4u);

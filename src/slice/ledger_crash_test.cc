@@ -27,7 +27,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kCap = kGiB;
+constexpr uint64_t kCrashCap = kGiB;
 constexpr int kDevices = 2;  // so that a reaper can die between one device's release and the next
 constexpr int kConcurrentChildren = 4;
 constexpr int kDrainEvery = 100;  // children between full stops that check the books mid-run
@@ -124,7 +124,7 @@ class LedgerCrash : public ::testing::TestWithParam<const char*> {};
 TEST_P(LedgerCrash, ADeathAtAnyStepLeavesNothingBehind) {
   const bool crossed = std::string(GetParam()) == "crossed";
   testing::ScratchDir scratch;
-  Result<SliceAdmin> admin = SliceAdmin::Create(scratch.slice(), testing::TwoDeviceSpec(kCap, kCap));
+  Result<SliceAdmin> admin = SliceAdmin::Create(scratch.slice(), testing::TwoDeviceSpec(kCrashCap, kCrashCap));
   ASSERT_TRUE(admin.ok()) << admin.status().message();
   const int total = ChildCount();
   const uint32_t seed = static_cast<uint32_t>(std::random_device{}());
@@ -189,7 +189,7 @@ TEST_P(LedgerCrash, ADeathAtAnyStepLeavesNothingBehind) {
     // none. Admission under contention is LedgerContention's subject.
     const UsageSnapshot usage = admin->Usage();
     if (!crossed) {
-      for (int device = 0; device < kDevices; ++device) ASSERT_LE(usage.used[device], kCap);
+      for (int device = 0; device < kDevices; ++device) ASSERT_LE(usage.used[device], kCrashCap);
     }
     ::usleep(200);
   }
@@ -202,7 +202,7 @@ TEST_P(LedgerCrash, ADeathAtAnyStepLeavesNothingBehind) {
   // A newcomer gets the whole cap at once: nothing leaked, no slot is stuck.
   const pid_t newcomer = testing::ForkChild([&] {
     Result<Ledger*> ledger = Ledger::Attach(scratch.slice().c_str());
-    return ledger.ok() && (*ledger)->Reserve(0, kCap) && (*ledger)->Reserve(1, kCap) ? 0 : 1;
+    return ledger.ok() && (*ledger)->Reserve(0, kCrashCap) && (*ledger)->Reserve(1, kCrashCap) ? 0 : 1;
   });
   EXPECT_EQ(testing::WaitChild(newcomer), 0);
 

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
+
 namespace fgpu::slurm {
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 TEST(SliceOptions, MemoryTakesSizesAsPeopleWriteThem) {
   SliceOptions options;

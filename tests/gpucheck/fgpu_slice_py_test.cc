@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "slice/slice.h"
 
 namespace fgpu::slice {
@@ -24,7 +25,6 @@ namespace {
 
 constexpr const char* kUuid0 = "GPU-298eb0a9-0382-508d-f53d-1d6b45754293";
 constexpr const char* kUuid1 = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 std::string FindPython() {
   const char* path = std::getenv("PATH");

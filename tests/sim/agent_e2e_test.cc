@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/units.h"
 #include "net/http_client.h"
 #include "probe_runner.h"
 #include "sim/state/shared_devices.h"
@@ -27,7 +28,6 @@ namespace fgpu::testing {
 namespace {
 
 using nlohmann::json;
-constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 class AgentE2e : public ::testing::Test {
  protected:
@@ -334,7 +334,6 @@ double MetricValue(const std::string& body, const std::string& family, const jso
   }
   return -1;
 }
-
 
 // fgpu run through the agent, as a RunningProbe (stdout events, stderr text).
 std::unique_ptr<RunningProbe> RunThrough(const std::string& segment, const std::string& config, const std::string& agent,

@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "probe_runner.h"
 #include "sim/state/shared_devices.h"
 
 namespace fgpu::testing {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 class FgpuRun : public ::testing::Test {
  protected:

@@ -11,13 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "sim/state/shared_devices.h"
 #include "probe_runner.h"
 
 namespace fgpu::testing {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 // 4 GiB device with 300 MiB context overhead: fills are quick, arithmetic exact.
 class SimMultiProcess : public ::testing::Test {

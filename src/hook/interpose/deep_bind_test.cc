@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "hook/interpose/process_test_support.h"
 #include "slice/slice.h"
 
@@ -22,8 +23,7 @@ using testing::Lines;
 using testing::Preload;
 using testing::ProcessResult;
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-constexpr uint64_t kCap = 512 * kMiB;  // the environment's context takes 100 MiB of it
+constexpr uint64_t kDeepBindCap = 512 * kMiB;  // the environment's context takes 100 MiB of it
 constexpr int kOutOfMemory = 2;        // CUDA_ERROR_OUT_OF_MEMORY
 
 TEST(DeepBindModeTest, ClearsDeepBindAndKeepsEveryOtherBit) {
@@ -100,7 +100,7 @@ class DeepBindTest : public ::testing::Test {
   }
 
   HookEnvironment sim_;
-  std::string slice_ = sim_.CreateSlice(kCap);
+  std::string slice_ = sim_.CreateSlice(kDeepBindCap);
 };
 
 // The escape this closes: the library's own driver would have let it allocate the whole GPU.
@@ -113,7 +113,7 @@ TEST_F(DeepBindTest, ALibraryOpenedWithDeepBindIsChargedAndStoppedAtTheCap) {
     ASSERT_TRUE(run.opened) << run.open_error;
     EXPECT_EQ(run.bound, "libfgpu.so") << "the library's cuMemAlloc_v2 must bind to the wrapper";
     EXPECT_EQ(run.start, 0);
-    EXPECT_EQ(run.total, kCap) << "the slice's view, not the device's";
+    EXPECT_EQ(run.total, kDeepBindCap) << "the slice's view, not the device's";
     // 100 MiB of context, then 3 × 128 MiB fit in 512 MiB; the 4th is refused by the slice.
     EXPECT_EQ(run.allocs, (std::vector<int>{0, 0, 0, kOutOfMemory}));
     EXPECT_EQ(run.err, "");
@@ -179,7 +179,7 @@ TEST_F(DeepBindTest, PassThroughKeepsDeepBind) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   ASSERT_TRUE(run.opened) << run.open_error;
   EXPECT_EQ(run.bound, "libcuda.so.1") << "deep-bound: the library's own driver";
-  EXPECT_GT(run.total, kCap) << "the device, not the slice";
+  EXPECT_GT(run.total, kDeepBindCap) << "the device, not the slice";
 }
 
 }  // namespace

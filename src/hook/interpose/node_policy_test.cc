@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "hook/interpose/process_test_support.h"
 #include "slice/slice.h"
 
@@ -28,12 +29,11 @@ using testing::Lines;
 using testing::Preload;
 using testing::ProcessResult;
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-constexpr uint64_t kCap = 1024 * kMiB;
+constexpr uint64_t kPolicyCap = 1024 * kMiB;
 constexpr uid_t kNobody = 65534;
 constexpr gid_t kNoGroup = 65534;
 
-slice::LedgerCounters Counters(const std::string& slice_dir) {
+slice::LedgerCounters PolicyCounters(const std::string& slice_dir) {
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir);
   EXPECT_TRUE(admin.ok()) << admin.status().message();
   if (!admin.ok()) return {};
@@ -61,7 +61,7 @@ class NodePolicyTest : public ::testing::Test {
     MakeDir(slices_);
     MakeDir(boards_);
     WriteConfig(config_, "slice_root = " + slices_ + "\ncompute_dir = " + boards_ + "\n");
-    node_slice_ = sim_.CreateSliceAt(slices_ + "/a", kCap);
+    node_slice_ = sim_.CreateSliceAt(slices_ + "/a", kPolicyCap);
   }
 
   static void MakeDir(const std::string& path, mode_t mode = 0755) {
@@ -107,7 +107,7 @@ class NodePolicyTest : public ::testing::Test {
     ProcessResult result = Probe({"info"}, Managed(slice_dir), uid);
     EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
     EXPECT_EQ(result.err, "");
-    EXPECT_EQ(Event(result, "info")["total_mem"], kCap) << result.out;
+    EXPECT_EQ(Event(result, "info")["total_mem"], kPolicyCap) << result.out;
     // Enforced: past the cap is refused by the slice.
     result = Probe({"alloc", "--bytes", "2GiB"}, Managed(slice_dir), uid);
     EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
@@ -123,7 +123,7 @@ class NodePolicyTest : public ::testing::Test {
 
 TEST_F(NodePolicyTest, ASliceUnderSliceRootIsEnforced) {
   ExpectWorks(node_slice_);
-  EXPECT_EQ(Counters(node_slice_).oom_refusals, 1u);
+  EXPECT_EQ(PolicyCounters(node_slice_).oom_refusals, 1u);
   // Named through a symbolic link or with `..`: what counts is where it really is.
   ASSERT_EQ(::symlink(node_slice_.c_str(), (sim_.dir() + "/link").c_str()), 0);
   ExpectWorks(sim_.dir() + "/link");
@@ -132,10 +132,10 @@ TEST_F(NodePolicyTest, ASliceUnderSliceRootIsEnforced) {
 
 TEST_F(NodePolicyTest, ASliceOutsideSliceRootFailsClosed) {
   // A valid slice, root's own, but not one of this node's.
-  const std::string elsewhere = sim_.CreateSliceAt(sim_.dir() + "/elsewhere", 64 * kCap);
+  const std::string elsewhere = sim_.CreateSliceAt(sim_.dir() + "/elsewhere", 64 * kPolicyCap);
   ExpectRefused(Managed(elsewhere), "fgpu: cannot use slice " + elsewhere + ": not a slice of this node: " + elsewhere +
                                         " is not a directory directly under slice_root " + slices_ + Advice());
-  EXPECT_EQ(Counters(elsewhere).fail_closed_refusals, 0u) << "not the node's slice: nobody reads its counters";
+  EXPECT_EQ(PolicyCounters(elsewhere).fail_closed_refusals, 0u) << "not the node's slice: nobody reads its counters";
   ExpectRefused(Managed(slices_ + "/a/.."), "fgpu: cannot use slice " + slices_ + "/a/..: not a slice of this node: " +
                                                 slices_ + " is not a directory directly under slice_root " + slices_ +
                                                 Advice());
@@ -145,16 +145,16 @@ TEST_F(NodePolicyTest, ASliceOutsideSliceRootFailsClosed) {
 }
 
 TEST_F(NodePolicyTest, ANodeSliceOthersCouldChangeFailsClosedAndIsCounted) {
-  const std::string slice = sim_.CreateSliceAt(slices_ + "/b", kCap);
+  const std::string slice = sim_.CreateSliceAt(slices_ + "/b", kPolicyCap);
   ASSERT_EQ(::chmod((slice + "/limits").c_str(), 0664), 0);
   ExpectRefused(Managed(slice), "fgpu: cannot use slice " + slice + ": " + slice +
                                     "/limits is writable by group or others (mode 0664)" + Advice());
-  EXPECT_EQ(Counters(slice).fail_closed_refusals, 4u) << "once per refused process (4 lookup modes)";
+  EXPECT_EQ(PolicyCounters(slice).fail_closed_refusals, 4u) << "once per refused process (4 lookup modes)";
   ASSERT_EQ(::chmod((slice + "/limits").c_str(), 0644), 0);
   ASSERT_EQ(::chmod(slice.c_str(), 0777), 0);
   ExpectRefused(Managed(slice), "fgpu: cannot use slice " + slice + ": " + slice +
                                     " is writable by group or others (mode 0777)" + Advice());
-  EXPECT_EQ(Counters(slice).fail_closed_refusals, 8u);
+  EXPECT_EQ(PolicyCounters(slice).fail_closed_refusals, 8u);
 }
 
 TEST_F(NodePolicyTest, AConfigurationThatCannotBeTrustedOrReadFailsClosed) {
@@ -177,7 +177,7 @@ TEST_F(NodePolicyTest, AConfigurationThatCannotBeTrustedOrReadFailsClosed) {
 // The boards are where the configuration says: a workload cannot point its compute gate at a
 // directory of its own (or at nothing) with FGPU_COMPUTE_DIR.
 TEST_F(NodePolicyTest, ComputeDirComesFromTheConfigurationNotTheEnvironment) {
-  const std::string shared = sim_.CreateSliceAt(slices_ + "/shared", kCap, 30);
+  const std::string shared = sim_.CreateSliceAt(slices_ + "/shared", kPolicyCap, 30);
   const std::vector<std::string> spin = {"spin", "--duty", "100", "--seconds", "0.2", "--kernel-us", "1000"};
   const std::string blocker = sim_.dir() + "/not-a-directory";
   std::ofstream(blocker) << "x";
@@ -185,7 +185,7 @@ TEST_F(NodePolicyTest, ComputeDirComesFromTheConfigurationNotTheEnvironment) {
   ProcessResult result = Probe(spin, Managed(shared, {"FGPU_COMPUTE_DIR=" + blocker + "/boards"}));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.err, "");
-  EXPECT_EQ(Counters(shared).compute_unenforced, 0u);
+  EXPECT_EQ(PolicyCounters(shared).compute_unenforced, 0u);
   EXPECT_FALSE(std::filesystem::is_empty(boards_)) << "the GPU's board is in the configuration's compute_dir";
   // And the other way round: a usable FGPU_COMPUTE_DIR does not replace an unusable compute_dir.
   const std::string other = sim_.dir() + "/other.conf";
@@ -194,7 +194,7 @@ TEST_F(NodePolicyTest, ComputeDirComesFromTheConfigurationNotTheEnvironment) {
   result = Probe(spin, {Preload(), "FGPU_NODE_CONFIG=" + other, "FGPU_SLICE=" + shared, "FGPU_COMPUTE_DIR=" + own_boards});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_NE(result.err.find("compute shares are not enforced"), std::string::npos) << result.err;
-  EXPECT_EQ(Counters(shared).compute_unenforced, 1u);
+  EXPECT_EQ(PolicyCounters(shared).compute_unenforced, 1u);
   EXPECT_FALSE(std::filesystem::exists(own_boards));
 }
 
@@ -205,12 +205,12 @@ TEST_F(NodePolicyTest, DisableIsIgnoredUnlessTheNodeAllowsIt) {
   EXPECT_NE(result.exit_code, 0) << "the 1 GiB cap holds: " << result.out;
   EXPECT_EQ(Event(result, "alloc")["result"], "CUDA_ERROR_OUT_OF_MEMORY") << result.out;
   EXPECT_NE(result.err.find("FGPU_DISABLE is not honoured on this node"), std::string::npos) << result.err;
-  EXPECT_EQ(Counters(node_slice_).pass_through, 0u);
+  EXPECT_EQ(PolicyCounters(node_slice_).pass_through, 0u);
   WriteConfig(config_, "slice_root = " + slices_ + "\ncompute_dir = " + boards_ + "\npass_through = allow\n");
   result = Probe({"alloc", "--bytes", "2GiB"}, Managed(node_slice_, {"FGPU_DISABLE=1"}));
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.err, "");
-  EXPECT_EQ(Counters(node_slice_).pass_through, 1u) << "allowed: pass-through, counted in the slice it names";
+  EXPECT_EQ(PolicyCounters(node_slice_).pass_through, 1u) << "allowed: pass-through, counted in the slice it names";
 }
 
 // A tenant's process: uid 65534, no groups. It may use the node's slice that is its own (the
@@ -244,7 +244,7 @@ TEST_F(UnprivilegedNodePolicyTest, AConfigurationItWroteIsNotTrusted) {
 
 TEST_F(UnprivilegedNodePolicyTest, ASliceItMadeIsNotUsed) {
   // A slice with a cap of its choosing, made by the tenant in its own directory.
-  const std::string own = sim_.CreateSliceAt(home_ + "/big", 64 * kCap);
+  const std::string own = sim_.CreateSliceAt(home_ + "/big", 64 * kPolicyCap);
   for (const char* file : {"", "/limits", "/ledger"}) {
     ASSERT_EQ(::chown((own + file).c_str(), kNobody, kNoGroup), 0) << file;
   }

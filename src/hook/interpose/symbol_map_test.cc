@@ -113,7 +113,7 @@ TEST(SymbolMapTest, EveryKnownVariantOfARefusedBaseIsHooked) {
 }
 
 // Distinct fake addresses standing for a driver's functions.
-char fake_driver[kCudaSymbolCount + kNvmlSymbolCount];
+char fake_symbols[kCudaSymbolCount + kNvmlSymbolCount];
 
 struct Tables {
   void* real_cuda[kCudaSymbolCount] = {};
@@ -122,11 +122,11 @@ struct Tables {
   void* nvml_wrappers[kNvmlSymbolCount] = {};
   Tables() {
     for (size_t i = 0; i < kCudaSymbolCount; ++i) {
-      real_cuda[i] = &fake_driver[i];
+      real_cuda[i] = &fake_symbols[i];
       cuda_wrappers[i] = CudaWrapperAddress(static_cast<CudaSymbol>(i));
     }
     for (size_t i = 0; i < kNvmlSymbolCount; ++i) {
-      real_nvml[i] = &fake_driver[kCudaSymbolCount + i];
+      real_nvml[i] = &fake_symbols[kCudaSymbolCount + i];
       nvml_wrappers[i] = NvmlWrapperAddress(static_cast<NvmlSymbol>(i));
     }
   }
@@ -156,7 +156,7 @@ TEST(AddressMapTest, RealAndWrapperAddressesBothFindTheirSymbol) {
   EXPECT_EQ(map.Find(nullptr), nullptr);
   // An address just below the first real one (computed as an integer: pointer arithmetic
   // before an array's start is undefined).
-  EXPECT_EQ(map.Find(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(&fake_driver[0]) - 1)), nullptr);
+  EXPECT_EQ(map.Find(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(&fake_symbols[0]) - 1)), nullptr);
   EXPECT_EQ(map.Find(reinterpret_cast<const char*>(tables.cuda_wrappers[0]) + 1), nullptr);
 }
 

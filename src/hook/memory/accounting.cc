@@ -1,20 +1,9 @@
 #include "hook/memory/accounting.h"
 
+#include "hook/memory/saturating.h"
 #include "slice/slice.h"
 
 namespace fgpu::hook {
-namespace {
-
-uint64_t RoundUp(uint64_t bytes, uint64_t granularity) {
-  if (granularity <= 1) return bytes;
-  const uint64_t remainder = bytes % granularity;
-  if (remainder == 0) return bytes;
-  const uint64_t pad = granularity - remainder;
-  return bytes > UINT64_MAX - pad ? UINT64_MAX : bytes + pad;  // saturates: the ledger refuses it
-}
-
-}  // namespace
-
 bool MemoryAccounting::AttributeToCurrentContext(Attribution* at) const {
   if (calls_->ctx_get_current == nullptr || calls_->ctx_get_device == nullptr) return false;
   CUcontext ctx = nullptr;
@@ -71,7 +60,7 @@ bool MemoryAccounting::Reserve(const Attribution& at, uint64_t bytes, Reservatio
   CudaDeviceFacts facts;
   if (!devices_->Cuda(at.device, &facts)) return RefusedFailClosed();  // which GPU it is is unknown
   if (facts.slice_device == kNotInSlice) return RefusedOverCap();     // a cap of 0
-  const uint64_t charged = RoundUp(bytes, facts.granularity);
+  const uint64_t charged = RoundUpToGranule(bytes, facts.granularity);
   if (!ledger_->Reserve(facts.slice_device, charged)) return RefusedOverCap();
   reservation->slice_device = facts.slice_device;
   reservation->bytes = charged;
@@ -83,7 +72,7 @@ bool MemoryAccounting::Resize(const Attribution& at, uint64_t bytes, Reservation
   if (!devices_->Cuda(at.device, &facts) || facts.slice_device != reservation->slice_device) {
     return RefusedFailClosed();  // the device cannot be identified as the one reserved on
   }
-  const uint64_t charged = RoundUp(bytes, facts.granularity);
+  const uint64_t charged = RoundUpToGranule(bytes, facts.granularity);
   if (charged > reservation->bytes) {
     if (!ledger_->Reserve(reservation->slice_device, charged - reservation->bytes)) return RefusedOverCap();
   } else if (charged < reservation->bytes) {

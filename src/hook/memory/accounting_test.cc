@@ -9,7 +9,6 @@ namespace fgpu::hook {
 namespace {
 
 using testing::FakeDriver;
-using testing::kMiB;
 using testing::TestSlice;
 
 // A MemoryAccounting over a fake driver and a real slice: device 0 capped at `cap0`, fake

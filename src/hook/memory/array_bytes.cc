@@ -3,18 +3,12 @@
 #include <algorithm>
 
 #include "core/abi/array_format.h"
+#include "hook/memory/saturating.h"
 
 namespace fgpu::hook {
 namespace {
 
 constexpr unsigned kMaxLevels = 64;  // 1 + log2 of any size_t extent
-
-uint64_t SaturatingMultiply(uint64_t a, uint64_t b) {
-  uint64_t product = 0;
-  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
-}
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 uint64_t LevelBytes(const ArrayFormatLayout& layout, uint64_t width, uint64_t height, uint64_t depth) {
   height = std::max<uint64_t>(height, 1);

@@ -12,11 +12,10 @@
 #include <string>
 
 #include "core/abi/cuda_api.h"
+#include "core/units.h"
 
 namespace fgpu::hook {
 namespace {
-
-constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 CUDA_ARRAY3D_DESCRIPTOR Desc(size_t w, size_t h, size_t d, CUarray_format format, unsigned channels,
                              unsigned flags = 0) {

@@ -12,7 +12,6 @@ namespace fgpu::hook {
 namespace {
 
 using testing::FakeDriver;
-using testing::kMiB;
 using testing::TestSlice;
 
 TEST(ProcessListTest, FindsThisPidAtTheNvmlStride) {

@@ -13,7 +13,6 @@ namespace {
 
 using testing::FakeDriver;
 using testing::FakeUuidText;
-using testing::kMiB;
 using testing::TestSlice;
 
 DeviceMapSources Sources(const TestSlice& slice, const RealCalls& calls) {

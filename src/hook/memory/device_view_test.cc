@@ -4,10 +4,10 @@
 
 #include <random>
 
+#include "core/units.h"
+
 namespace fgpu::hook {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 TEST(DeviceViewTest, SliceWithinAnIdleDevice) {
   const MemoryView view = VirtualMemoryView(4 * kGiB, 1 * kGiB, 80 * kGiB, 70 * kGiB);

@@ -9,6 +9,7 @@
 #include "hook/interpose/exports.h"
 #include "hook/memory/memory_hook.h"
 #include "hook/memory/pool_accounting.h"
+#include "hook/memory/saturating.h"
 
 namespace {
 
@@ -17,14 +18,10 @@ using fgpu::hook::EnforcingMemoryHook;
 using fgpu::hook::MemoryHook;
 using fgpu::hook::MissingRealCuda;
 using fgpu::hook::PointerKind;
+using fgpu::hook::SaturatingMultiply;
 using fgpu::hook::Reservation;
 
 constexpr uint64_t kPitchAlignment = 512;  // what the drivers align pitches to (docs/sim-memory.md)
-
-uint64_t SaturatingMultiply(uint64_t a, uint64_t b) {
-  uint64_t product = 0;
-  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
-}
 
 // The hook, if the call is to be charged on the current context's device.
 MemoryHook* ChargeOnCurrentContext(bool arguments_valid, Attribution* at) {

@@ -5,18 +5,11 @@
 
 #include "hook/interpose/real_driver.h"
 #include "hook/memory/device_map.h"
+#include "hook/memory/saturating.h"
 #include "slice/slice.h"
 
 namespace fgpu::hook {
 namespace {
-
-uint64_t RoundUp(uint64_t bytes, uint64_t granularity) {
-  if (granularity <= 1 || bytes % granularity == 0) return bytes;
-  const uint64_t pad = granularity - bytes % granularity;
-  return bytes > UINT64_MAX - pad ? UINT64_MAX : bytes + pad;  // saturates: the ledger refuses it
-}
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 }  // namespace
 
@@ -65,7 +58,7 @@ GraphAccounting::Walk GraphAccounting::Measure(CUgraph graph, ExecEntry* exec) {
         CudaDeviceFacts facts;
         const uint64_t granularity =
             memory_->devices().Cuda(device, &facts) ? facts.granularity : kFallbackGranularity;
-        const uint64_t bytes = RoundUp(params.bytesize, granularity);
+        const uint64_t bytes = RoundUpToGranule(params.bytesize, granularity);
         auto portion = std::find_if(exec->portions.begin(), exec->portions.end(),
                                     [&](const Portion& p) { return p.device == device; });
         if (portion == exec->portions.end()) {

@@ -9,7 +9,6 @@ namespace fgpu::hook {
 namespace {
 
 using testing::FakeDriver;
-using testing::kMiB;
 using testing::TestSlice;
 
 // What the fake driver reports as reserved for graphs, per device; absent: the query fails.

@@ -12,12 +12,12 @@
 #include <utility>
 
 #include "core/abi/cuda_types.h"
+#include "core/units.h"
 #include "hook/interpose/process_test_support.h"
 
 namespace fgpu::hook::testing {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kGraphBytes = 600 * kMiB;
 
 struct StepResult {

@@ -34,16 +34,16 @@ using testing::kMiBytes;
 using testing::SimMachine;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kUuid = "GPU-53544f52-4d00-4000-8000-000000000001";
-constexpr uint64_t kCap = 1024 * kMiBytes;
-constexpr uint64_t kGranule = 2 * kMiBytes;
-constexpr uint64_t kContext = 16 * kMiBytes;
+constexpr const char* kContentionUuid = "GPU-53544f52-4d00-4000-8000-000000000001";
+constexpr uint64_t kContentionCap = 1024 * kMiBytes;
+constexpr uint64_t kContentionGranule = 2 * kMiBytes;
+constexpr uint64_t kContentionContext = 16 * kMiBytes;
 constexpr uint64_t kAlloc = 300 * kMiBytes;
-// (kCap - kContext) / kAlloc: what one process alone on the slice can hold.
+// (kContentionCap - kContentionContext) / kAlloc: what one process alone on the slice can hold.
 constexpr int kFitAlone = 3;
 
-std::string OneDevice() {
-  return std::string(R"([{"uuid": ")") + kUuid +
+std::string OneContentionDevice() {
+  return std::string(R"([{"uuid": ")") + kContentionUuid +
          R"(", "memory": "8GiB", "granularity": "2MiB", "context_overhead": "16MiB"}])";
 }
 
@@ -138,7 +138,7 @@ class HookContentionTest : public ::testing::Test {
 #if defined(__SANITIZE_THREAD__)
     GTEST_SKIP() << "LD_PRELOAD of a ThreadSanitizer-instrumented libfgpu.so is not supported";
 #endif
-    slice_dir_ = machine_.CreateSlice("storm", kUuid, kCap);
+    slice_dir_ = machine_.CreateSlice("storm", kContentionUuid, kContentionCap);
     Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir_);
     ASSERT_TRUE(admin.ok()) << admin.status().message();
     admin_ = std::make_unique<slice::SliceAdmin>(std::move(*admin));
@@ -154,7 +154,7 @@ class HookContentionTest : public ::testing::Test {
         ::testing::TempDir() + "/fgpu-storm-" + std::to_string(getpid()) + "-" + std::to_string(runs_++));
   }
 
-  SimMachine machine_{OneDevice()};
+  SimMachine machine_{OneContentionDevice()};
   std::string slice_dir_;
   std::unique_ptr<slice::SliceAdmin> admin_;
   std::unique_ptr<PhysicalDevice> physical_;
@@ -167,7 +167,7 @@ TEST_F(HookContentionTest, ProcessesAndThreadsNeverPassTheCap) {
   constexpr int kRounds = 2500;  // 8 × 4 × 2500 = 80000 cuMemAlloc_v2 calls
   // Every allocation is reserved before the driver sees it and credited after the driver freed
   // it; only a context exists before its (measured) charge, at most one per process.
-  constexpr uint64_t kPhysicalBound = kCap + kGranule + kProcesses * kContext;
+  constexpr uint64_t kPhysicalBound = kContentionCap + kContentionGranule + kProcesses * kContentionContext;
 
   const auto start = Clock::now();
   Sampler sampler(*admin_, *physical_);
@@ -199,11 +199,11 @@ TEST_F(HookContentionTest, ProcessesAndThreadsNeverPassTheCap) {
   EXPECT_EQ(successes + ooms, int64_t{kProcesses} * kThreads * kRounds);
   EXPECT_GT(successes, 0);
   EXPECT_GT(ooms, 0) << "no contention: the test proves nothing";
-  EXPECT_LE(peaks.ledger, kCap) << "the ledger admitted past the cap";
+  EXPECT_LE(peaks.ledger, kContentionCap) << "the ledger admitted past the cap";
   EXPECT_LE(peaks.physical, kPhysicalBound) << "the device held more than the slice allows";
   // The sampler really watched the storm (not only before or after it).
-  EXPECT_GE(peaks.ledger, kAlloc + kContext);
-  EXPECT_GE(peaks.physical, kAlloc + kContext);
+  EXPECT_GE(peaks.ledger, kAlloc + kContentionContext);
+  EXPECT_GE(peaks.physical, kAlloc + kContentionContext);
   // Clean exits (frees, then the primary context released) give everything back: no reaping.
   EXPECT_EQ(LedgerUsed(*admin_), 0u);
   for (const slice::ProcessUsage& process : admin_->Usage().processes) {
@@ -297,7 +297,7 @@ TEST_F(HookContentionTest, KilledProcessesLeaveNothingCharged) {
     const nlohmann::json filled = fill->Event("fill");
     ASSERT_FALSE(filled.is_null()) << fill->Stderr();
     // It found the ledger empty on arrival: only its own context charged.
-    EXPECT_EQ(filled["free_before"].get<uint64_t>(), kCap - kContext);
+    EXPECT_EQ(filled["free_before"].get<uint64_t>(), kContentionCap - kContentionContext);
     EXPECT_EQ(filled["successes"].get<int>(), kFitAlone);
     EXPECT_EQ(filled["context_ooms"].get<int>(), 0);
     EXPECT_EQ(LedgerUsed(*admin_), 0u) << "the fill process exited cleanly: nothing may stay";

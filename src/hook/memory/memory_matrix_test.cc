@@ -19,17 +19,17 @@ using testing::FindEvent;
 using testing::kMiBytes;
 using testing::SimMachine;
 
-constexpr const char* kUuid = "GPU-4d454d4f-5259-4d41-5452-495800000001";
+constexpr const char* kMatrixUuid = "GPU-4d454d4f-5259-4d41-5452-495800000001";
 constexpr const char* kOtherUuid = "GPU-4d454d4f-5259-4d41-5452-495800000002";
-constexpr uint64_t kCap = 1024 * kMiBytes;
-constexpr uint64_t kContext = 300 * kMiBytes;
-constexpr uint64_t kGranule = 2 * kMiBytes;
+constexpr uint64_t kMatrixCap = 1024 * kMiBytes;
+constexpr uint64_t kMatrixContext = 300 * kMiBytes;
+constexpr uint64_t kMatrixGranule = 2 * kMiBytes;
 constexpr uint64_t kChunk = 64 * kMiBytes;
 constexpr uint64_t kDeviceMemory = 8192 * kMiBytes;
 constexpr int kHoldMs = 30000;  // holders are killed once observed
 
-std::string OneDevice() {
-  return std::string(R"([{"uuid": ")") + kUuid +
+std::string OneMatrixDevice() {
+  return std::string(R"([{"uuid": ")") + kMatrixUuid +
          R"(", "memory": "8GiB", "granularity": "2MiB", "context_overhead": "300MiB"}])";
 }
 
@@ -71,12 +71,12 @@ TEST_F(MemoryMatrixTest, EveryApiThroughEveryLookupStopsAtTheCap) {
   const std::vector<std::string> apis = {"mem_alloc", "pitch", "managed", "vmm",      "async",
                                          "pool",      "array", "array3d", "mipmapped"};
   const std::vector<std::string> lookups = {"direct", "dlsym", "procaddress", "procaddress_v2"};
-  const uint64_t allocated = Fill(kCap - kContext);
+  const uint64_t allocated = Fill(kMatrixCap - kMatrixContext);
   for (const std::string& api : apis) {
     for (const std::string& lookup : lookups) {
       SCOPED_TRACE("--api " + api + " --lookup " + lookup);
-      SimMachine machine(OneDevice());
-      const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+      SimMachine machine(OneMatrixDevice());
+      const std::string slice_dir = machine.CreateSlice("slice", kMatrixUuid, kMatrixCap);
       std::unique_ptr<BackgroundProcess> holder =
           machine.Probe({"--lookup", lookup, "fill", "--api", api, "--chunk", "64MiB", "--hold-ms",
                          std::to_string(kHoldMs)},
@@ -87,46 +87,46 @@ TEST_F(MemoryMatrixTest, EveryApiThroughEveryLookupStopsAtTheCap) {
       EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), allocated) << fill.dump();
       // The view from inside the filled slice.
       const nlohmann::json view = holder->Event("mem_get_info");
-      EXPECT_EQ(view["total"].get<uint64_t>(), kCap);
-      EXPECT_EQ(view["free"].get<uint64_t>(), kCap - kContext - allocated);
+      EXPECT_EQ(view["total"].get<uint64_t>(), kMatrixCap);
+      EXPECT_EQ(view["free"].get<uint64_t>(), kMatrixCap - kMatrixContext - allocated);
       // What the simulated GPU really gave the process.
       const uint64_t physical = PhysicalUsage(machine, holder->pid());
-      EXPECT_LE(physical, kCap + kGranule + kContext);
-      EXPECT_EQ(physical, kContext + allocated);
-      EXPECT_EQ(SliceUsed(slice_dir), kContext + allocated) << "the ledger agrees with the device";
+      EXPECT_LE(physical, kMatrixCap + kMatrixGranule + kMatrixContext);
+      EXPECT_EQ(physical, kMatrixContext + allocated);
+      EXPECT_EQ(SliceUsed(slice_dir), kMatrixContext + allocated) << "the ledger agrees with the device";
       holder->Kill();
     }
   }
 }
 
 TEST_F(MemoryMatrixTest, EveryViewShowsTheSlice) {
-  SimMachine machine(OneDevice());
-  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  SimMachine machine(OneMatrixDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kMatrixUuid, kMatrixCap);
   int exit_code = -1;
   nlohmann::json info =
       FindEvent(machine.RunProbe({"info"}, machine.HookedEnv(slice_dir), &exit_code), "info");
   ASSERT_EQ(exit_code, 0);
-  EXPECT_EQ(info["total_mem"].get<uint64_t>(), kCap) << "cuDeviceTotalMem_v2";
-  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kCap);
-  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kCap - kContext) << "its own context is used";
+  EXPECT_EQ(info["total_mem"].get<uint64_t>(), kMatrixCap) << "cuDeviceTotalMem_v2";
+  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kMatrixCap);
+  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kMatrixCap - kMatrixContext) << "its own context is used";
   ASSERT_TRUE(info["nvml"]["available"].get<bool>()) << info.dump();
-  EXPECT_EQ(info["nvml"]["memory"]["total"].get<uint64_t>(), kCap);
-  EXPECT_EQ(info["nvml"]["memory"]["used"].get<uint64_t>(), kContext);
-  EXPECT_EQ(info["nvml"]["memory"]["free"].get<uint64_t>(), kCap - kContext);
+  EXPECT_EQ(info["nvml"]["memory"]["total"].get<uint64_t>(), kMatrixCap);
+  EXPECT_EQ(info["nvml"]["memory"]["used"].get<uint64_t>(), kMatrixContext);
+  EXPECT_EQ(info["nvml"]["memory"]["free"].get<uint64_t>(), kMatrixCap - kMatrixContext);
 
   // Another process of the slice holds 4 x 64 MiB: every view counts it.
   std::unique_ptr<BackgroundProcess> holder =
       machine.Probe({"alloc", "--bytes", "64MiB", "--count", "4", "--hold-ms", std::to_string(kHoldMs)},
                     machine.HookedEnv(slice_dir));
   ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
-  const uint64_t held = kContext + 4 * kChunk;
-  EXPECT_EQ(holder->Event("mem_get_info")["free"].get<uint64_t>(), kCap - held);
+  const uint64_t held = kMatrixContext + 4 * kChunk;
+  EXPECT_EQ(holder->Event("mem_get_info")["free"].get<uint64_t>(), kMatrixCap - held);
   info = FindEvent(machine.RunProbe({"info"}, machine.HookedEnv(slice_dir), &exit_code), "info");
   ASSERT_EQ(exit_code, 0);
-  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kCap);
-  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kCap - held - kContext);
-  EXPECT_EQ(info["nvml"]["memory"]["used"].get<uint64_t>(), held + kContext);
-  EXPECT_EQ(info["nvml"]["memory"]["free"].get<uint64_t>(), kCap - held - kContext);
+  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kMatrixCap);
+  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kMatrixCap - held - kMatrixContext);
+  EXPECT_EQ(info["nvml"]["memory"]["used"].get<uint64_t>(), held + kMatrixContext);
+  EXPECT_EQ(info["nvml"]["memory"]["free"].get<uint64_t>(), kMatrixCap - held - kMatrixContext);
 
   // Without the hook: the whole device.
   info = FindEvent(machine.RunProbe({"info"}, machine.SimEnv(), &exit_code), "info");
@@ -135,36 +135,36 @@ TEST_F(MemoryMatrixTest, EveryViewShowsTheSlice) {
 }
 
 TEST_F(MemoryMatrixTest, ProcessesOfOneSliceShareTheCap) {
-  SimMachine machine(OneDevice());
-  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  SimMachine machine(OneMatrixDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kMatrixUuid, kMatrixCap);
   std::unique_ptr<BackgroundProcess> holder =
       machine.Probe({"alloc", "--bytes", "64MiB", "--count", "4", "--hold-ms", std::to_string(kHoldMs)},
                     machine.HookedEnv(slice_dir));
   ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
-  const uint64_t held = kContext + 4 * kChunk;
+  const uint64_t held = kMatrixContext + 4 * kChunk;
   int exit_code = -1;
   const std::vector<nlohmann::json> events =
       machine.RunProbe({"fill", "--chunk", "64MiB"}, machine.HookedEnv(slice_dir), &exit_code);
   EXPECT_EQ(exit_code, 0);
   const nlohmann::json fill = FindEvent(events, "fill");
-  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), Fill(kCap - held - kContext)) << fill.dump();
+  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), Fill(kMatrixCap - held - kMatrixContext)) << fill.dump();
   EXPECT_EQ(FindEvent(events, "mem_get_info")["free"].get<uint64_t>(),
-            kCap - held - kContext - Fill(kCap - held - kContext));
+            kMatrixCap - held - kMatrixContext - Fill(kMatrixCap - held - kMatrixContext));
 }
 
 TEST_F(MemoryMatrixTest, LiveResize) {
-  SimMachine machine(OneDevice());
-  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  SimMachine machine(OneMatrixDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kMatrixUuid, kMatrixCap);
   std::unique_ptr<BackgroundProcess> holder =
       machine.Probe({"alloc", "--bytes", "64MiB", "--count", "4", "--hold-ms", std::to_string(kHoldMs)},
                     machine.HookedEnv(slice_dir));
   ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
-  const uint64_t held = kContext + 4 * kChunk;
+  const uint64_t held = kMatrixContext + 4 * kChunk;
   Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir);
   ASSERT_TRUE(admin.ok()) << admin.status().message();
 
   // Shrunk to leave a newcomer room for its context but not for one more chunk.
-  const uint64_t shrunk = held + kContext + kChunk - kGranule;
+  const uint64_t shrunk = held + kMatrixContext + kChunk - kMatrixGranule;
   ASSERT_TRUE(admin->SetMemoryCap(0, shrunk).ok());
   int exit_code = -1;
   std::vector<nlohmann::json> events =
@@ -181,26 +181,26 @@ TEST_F(MemoryMatrixTest, LiveResize) {
   events = machine.RunProbe({"fill", "--chunk", "64MiB"}, machine.HookedEnv(slice_dir), &exit_code);
   fill = FindEvent(events, "fill");
   EXPECT_EQ(exit_code, 0);
-  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), Fill(grown - held - kContext)) << fill.dump();
+  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), Fill(grown - held - kMatrixContext)) << fill.dump();
   EXPECT_EQ(FindEvent(events, "mem_get_info")["total"].get<uint64_t>(), grown);
 }
 
 TEST_F(MemoryMatrixTest, KillSwitchLiftsTheCap) {
-  SimMachine machine(OneDevice());
-  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  SimMachine machine(OneMatrixDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kMatrixUuid, kMatrixCap);
   int exit_code = -1;
   const std::vector<nlohmann::json> events =
       machine.RunProbe({"fill", "--chunk", "64MiB", "--hold-ms", "0"},
                        machine.HookedEnv(slice_dir, {"FGPU_DISABLE=1"}), &exit_code);
   EXPECT_EQ(exit_code, 0);
-  EXPECT_EQ(FindEvent(events, "fill")["allocated_bytes"].get<uint64_t>(), Fill(kDeviceMemory - kContext));
+  EXPECT_EQ(FindEvent(events, "fill")["allocated_bytes"].get<uint64_t>(), Fill(kDeviceMemory - kMatrixContext));
   EXPECT_EQ(FindEvent(events, "mem_get_info")["total"].get<uint64_t>(), kDeviceMemory);
   EXPECT_EQ(SliceUsed(slice_dir), 0u) << "nothing charged";
 }
 
 TEST_F(MemoryMatrixTest, ChargesReturnWhenAProcessFreesAndExits) {
-  SimMachine machine(OneDevice());
-  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  SimMachine machine(OneMatrixDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kMatrixUuid, kMatrixCap);
   for (const std::string api : {"mem_alloc", "vmm", "pool", "mipmapped"}) {
     int exit_code = -1;
     machine.RunProbe({"alloc", "--api", api, "--bytes", "100MiB", "--count", "3"},
@@ -215,17 +215,17 @@ TEST_F(MemoryMatrixTest, ChargesReturnWhenAProcessFreesAndExits) {
 // and ordinal 1 a GPU outside the slice, on which nothing can be allocated (fail closed).
 TEST_F(MemoryMatrixTest, ReorderedAndUuidVisibleDevicesChargeTheRightGpu) {
   SimMachine machine(std::string(R"([{"uuid": ")") + kOtherUuid +
-                     R"(", "memory": "8GiB", "context_overhead": "300MiB"}, {"uuid": ")" + kUuid +
+                     R"(", "memory": "8GiB", "context_overhead": "300MiB"}, {"uuid": ")" + kMatrixUuid +
                      R"(", "memory": "8GiB", "context_overhead": "300MiB"}])");
-  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
-  for (const std::string& visible : {std::string("1,0"), std::string(kUuid)}) {
+  const std::string slice_dir = machine.CreateSlice("slice", kMatrixUuid, kMatrixCap);
+  for (const std::string& visible : {std::string("1,0"), std::string(kMatrixUuid)}) {
     SCOPED_TRACE("CUDA_VISIBLE_DEVICES=" + visible);
     int exit_code = -1;
     std::vector<nlohmann::json> events =
         machine.RunProbe({"--device", "0", "fill", "--chunk", "64MiB"},
                          machine.HookedEnv(slice_dir, {"CUDA_VISIBLE_DEVICES=" + visible}), &exit_code);
     EXPECT_EQ(exit_code, 0);
-    EXPECT_EQ(FindEvent(events, "fill")["allocated_bytes"].get<uint64_t>(), Fill(kCap - kContext));
+    EXPECT_EQ(FindEvent(events, "fill")["allocated_bytes"].get<uint64_t>(), Fill(kMatrixCap - kMatrixContext));
   }
   int exit_code = -1;
   std::vector<nlohmann::json> events =

@@ -15,13 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "hook/interpose/real_calls.h"
 #include "slice/ledger_counters_print.h"
 #include "slice/slice.h"
 
 namespace fgpu::hook::testing {
-
-inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 // Bytes i of the UUID of fake CUDA device d: d * 16 + i, so device d formats as below.
 inline std::string FakeUuidText(int device) {

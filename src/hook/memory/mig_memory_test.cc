@@ -18,16 +18,16 @@ using testing::FindEvent;
 using testing::kMiBytes;
 using testing::SimMachine;
 
-constexpr const char* kUuid = "GPU-4d494747-5055-4d49-4700-000000000001";
+constexpr const char* kMigUuid = "GPU-4d494747-5055-4d49-4700-000000000001";
 constexpr uint64_t kInstance = 40448 * kMiBytes;  // 3g.40gb on an H100 80GB: 39.50 GiB
 constexpr uint64_t kSmall = 20096 * kMiBytes;     // 2g.20gb: 19.62 GiB
-constexpr uint64_t kCap = 10240 * kMiBytes;
-constexpr uint64_t kContext = 500 * kMiBytes;  // the simulator's default per context
+constexpr uint64_t kMigCap = 10240 * kMiBytes;
+constexpr uint64_t kMigContext = 500 * kMiBytes;  // the simulator's default per context
 constexpr uint64_t kChunk = 64 * kMiBytes;
 constexpr int kHoldMs = 30000;
 
 std::string MigH100() {
-  return std::string(R"([{"uuid": ")") + kUuid + R"(", "mig": ["3g.40gb", "2g.20gb", "2g.20gb"]}])";
+  return std::string(R"([{"uuid": ")") + kMigUuid + R"(", "mig": ["3g.40gb", "2g.20gb", "2g.20gb"]}])";
 }
 
 class MigMemoryTest : public ::testing::Test {
@@ -42,8 +42,8 @@ class MigMemoryTest : public ::testing::Test {
 TEST_F(MigMemoryTest, ASliceInsideAMigInstanceCapsItsWorkloadThere) {
   SimMachine machine(MigH100());
   // The config's instances are placed as the driver places them: the 3g first, GPU instance 1.
-  const std::string big = sim::MigUuid(kUuid, 1, 0);
-  const std::string small = sim::MigUuid(kUuid, 2, 0);
+  const std::string big = sim::MigUuid(kMigUuid, 1, 0);
+  const std::string small = sim::MigUuid(kMigUuid, 2, 0);
   std::vector<std::string> env = machine.SimEnv();
   env.push_back("CUDA_VISIBLE_DEVICES=" + big);
   int exit_code = -1;
@@ -51,19 +51,19 @@ TEST_F(MigMemoryTest, ASliceInsideAMigInstanceCapsItsWorkloadThere) {
   ASSERT_EQ(exit_code, 0) << info.dump();
   EXPECT_EQ(info["total_mem"].get<uint64_t>(), kInstance) << "the instance, not the GPU";
 
-  const std::string slice_dir = machine.CreateSlice("slice", big, kCap);
+  const std::string slice_dir = machine.CreateSlice("slice", big, kMigCap);
   const std::vector<std::string> hooked = machine.HookedEnv(slice_dir, {"CUDA_VISIBLE_DEVICES=" + big});
   info = FindEvent(machine.RunProbe({"info"}, hooked, &exit_code), "info");
   ASSERT_EQ(exit_code, 0) << info.dump();
-  EXPECT_EQ(info["total_mem"].get<uint64_t>(), kCap) << "the slice inside the instance";
-  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kCap);
+  EXPECT_EQ(info["total_mem"].get<uint64_t>(), kMigCap) << "the slice inside the instance";
+  EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kMigCap);
 
   std::unique_ptr<BackgroundProcess> holder =
       machine.Probe({"fill", "--chunk", "64MiB", "--hold-ms", std::to_string(kHoldMs)}, hooked);
   ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
   const nlohmann::json fill = holder->Event("fill");
   EXPECT_EQ(fill["stop_error"], "CUDA_ERROR_OUT_OF_MEMORY") << fill.dump();
-  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), (kCap - kContext) / kChunk * kChunk) << fill.dump();
+  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), (kMigCap - kMigContext) / kChunk * kChunk) << fill.dump();
 
   // The other instance is untouched by the slice's workload.
   std::vector<std::string> other = machine.SimEnv();
@@ -71,7 +71,7 @@ TEST_F(MigMemoryTest, ASliceInsideAMigInstanceCapsItsWorkloadThere) {
   info = FindEvent(machine.RunProbe({"info"}, other, &exit_code), "info");
   ASSERT_EQ(exit_code, 0) << info.dump();
   EXPECT_EQ(info["total_mem"].get<uint64_t>(), kSmall);
-  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kSmall - kContext);
+  EXPECT_EQ(info["mem_get_info"]["free"].get<uint64_t>(), kSmall - kMigContext);
   holder->Kill();
 }
 

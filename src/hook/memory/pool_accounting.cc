@@ -17,12 +17,6 @@ void LedgerRelease(slice::Ledger* ledger, int slice_device, uint64_t bytes) {
   if (slice_device != kNotInSlice && bytes != 0) ledger->Release(slice_device, bytes);
 }
 
-uint64_t RoundUpToGranule(uint64_t bytes, uint64_t granularity) {
-  if (granularity <= 1 || bytes % granularity == 0) return bytes;
-  const uint64_t pad = granularity - bytes % granularity;
-  return bytes > UINT64_MAX - pad ? UINT64_MAX : bytes + pad;  // saturates: the ledger refuses it
-}
-
 PoolCalls ResolvePoolCalls() {
   PoolCalls calls;
   calls.pool_get_attribute =

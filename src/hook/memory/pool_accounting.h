@@ -32,6 +32,7 @@
 #include "core/abi/cuda_types.h"
 #include "hook/memory/device_map.h"
 #include "hook/memory/pointer_table.h"
+#include "hook/memory/saturating.h"
 
 namespace fgpu::slice {
 class Ledger;
@@ -146,7 +147,6 @@ PoolAccounting* EnforcingPoolAccounting();
 
 bool LedgerReserve(slice::Ledger* ledger, int slice_device, uint64_t bytes);
 void LedgerRelease(slice::Ledger* ledger, int slice_device, uint64_t bytes);
-uint64_t RoundUpToGranule(uint64_t bytes, uint64_t granularity);
 
 template <typename AllocateFn, typename UndoFn>
 CUresult PoolAccounting::Allocate(PoolSlot* slot, uint64_t bytes, AllocateFn&& allocate, UndoFn&& undo) {

@@ -12,7 +12,6 @@ namespace fgpu::hook {
 namespace {
 
 using testing::FakeDriver;
-using testing::kMiB;
 using testing::TestSlice;
 
 // A scripted pool allocator with the simulator's rules (docs/sim-memory.md): an allocation that

@@ -20,13 +20,13 @@ using testing::FindEvent;
 using testing::kMiBytes;
 using testing::SimMachine;
 
-constexpr const char* kUuid = "GPU-4d454d4f-5259-4d41-5452-495800000001";
-constexpr uint64_t kCap = 1024 * kMiBytes;
-constexpr uint64_t kContext = 300 * kMiBytes;
+constexpr const char* kPoolUuid = "GPU-4d454d4f-5259-4d41-5452-495800000001";
+constexpr uint64_t kPoolCap = 1024 * kMiBytes;
+constexpr uint64_t kPoolContext = 300 * kMiBytes;
 constexpr uint64_t kPool = 600 * kMiBytes;
 
-std::string OneDevice() {
-  return std::string(R"([{"uuid": ")") + kUuid +
+std::string OnePoolDevice() {
+  return std::string(R"([{"uuid": ")") + kPoolUuid +
          R"(", "memory": "8GiB", "granularity": "2MiB", "context_overhead": "300MiB"}])";
 }
 
@@ -61,12 +61,12 @@ class PoolMemoryTest : public ::testing::TestWithParam<std::string> {
 uint64_t UsedAfter(const BackgroundProcess& helper, const std::string& step) {
   const nlohmann::json event = helper.Event(step);
   EXPECT_FALSE(event.is_null()) << step << ": " << helper.Stderr();
-  return event.is_null() ? UINT64_MAX : kCap - event["free"].get<uint64_t>();
+  return event.is_null() ? UINT64_MAX : kPoolCap - event["free"].get<uint64_t>();
 }
 
 TEST_P(PoolMemoryTest, TheLedgerFollowsThePoolReserve) {
-  SimMachine machine(OneDevice());
-  const std::string slice_dir = machine.CreateSlice("slice", kUuid, kCap);
+  SimMachine machine(OnePoolDevice());
+  const std::string slice_dir = machine.CreateSlice("slice", kPoolUuid, kPoolCap);
   BackgroundProcess helper({FGPU_HOOK_POOL_HELPER_PATH, GetParam(), "30000"}, machine.HookedEnv(slice_dir),
                            ::testing::TempDir() + "/pool-helper-" + GetParam());
   ASSERT_TRUE(helper.WaitForEvent("mem_alloc_after_trim")) << helper.Stderr();
@@ -74,17 +74,17 @@ TEST_P(PoolMemoryTest, TheLedgerFollowsThePoolReserve) {
                            "free_async_reuse", "trimmed"}) {
     EXPECT_EQ(helper.Event(step)["rc"].get<int>(), CUDA_SUCCESS) << step;
   }
-  EXPECT_EQ(UsedAfter(helper, "alloc_async"), kContext + kPool);
-  EXPECT_EQ(UsedAfter(helper, "free_async"), kContext + kPool) << "a free returns nothing to the device";
-  EXPECT_EQ(UsedAfter(helper, "sync_kept"), kContext + kPool) << "the pool kept its reserve";
+  EXPECT_EQ(UsedAfter(helper, "alloc_async"), kPoolContext + kPool);
+  EXPECT_EQ(UsedAfter(helper, "free_async"), kPoolContext + kPool) << "a free returns nothing to the device";
+  EXPECT_EQ(UsedAfter(helper, "sync_kept"), kPoolContext + kPool) << "the pool kept its reserve";
   EXPECT_EQ(helper.Event("mem_alloc_while_kept")["rc"].get<int>(), CUDA_ERROR_OUT_OF_MEMORY);
-  EXPECT_EQ(UsedAfter(helper, "alloc_async_reuse"), kContext + kPool) << "reuse charges nothing more";
-  EXPECT_EQ(UsedAfter(helper, "trimmed"), kContext) << "the trim gave the reserve back";
+  EXPECT_EQ(UsedAfter(helper, "alloc_async_reuse"), kPoolContext + kPool) << "reuse charges nothing more";
+  EXPECT_EQ(UsedAfter(helper, "trimmed"), kPoolContext) << "the trim gave the reserve back";
   EXPECT_EQ(helper.Event("mem_alloc_after_trim")["rc"].get<int>(), CUDA_SUCCESS);
-  EXPECT_EQ(UsedAfter(helper, "mem_alloc_after_trim"), kContext + kPool);
+  EXPECT_EQ(UsedAfter(helper, "mem_alloc_after_trim"), kPoolContext + kPool);
   // The ledger agrees with what the simulated device gave the process.
-  EXPECT_EQ(SliceUsed(slice_dir), kContext + kPool);
-  EXPECT_EQ(PhysicalUsage(machine, helper.pid()), kContext + kPool);
+  EXPECT_EQ(SliceUsed(slice_dir), kPoolContext + kPool);
+  EXPECT_EQ(PhysicalUsage(machine, helper.pid()), kPoolContext + kPool);
   helper.Kill();
   helper.Wait();
 }

@@ -6,13 +6,11 @@
 #include <fstream>
 #include <map>
 
+#include "core/units.h"
 #include "k8s/dra/agent_test_support.h"
 
 namespace fgpu::k8s {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 
 using testing::FakeAgent;
 

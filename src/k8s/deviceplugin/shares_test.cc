@@ -1,11 +1,10 @@
 #include "k8s/deviceplugin/shares.h"
+#include "core/units.h"
 
 #include <gtest/gtest.h>
 
 namespace fgpu::k8s {
 namespace {
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 PublishedGpu Gpu(const std::string& uuid, int index) {
   PublishedGpu gpu;

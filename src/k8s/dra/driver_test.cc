@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "core/units.h"
 #include "k8s/dra/cdi_spec.h"
 #include "k8s/dra/agent_test_support.h"
 #include "k8s/dra/test_claims.h"
@@ -16,9 +17,6 @@ namespace {
 using nlohmann::json;
 using testing::AllocatedClaim;
 using testing::FakeAgent;
-
-constexpr uint64_t kGiB = uint64_t{1} << 30;
-
 
 class FakeCluster : public ClusterReader {
  public:

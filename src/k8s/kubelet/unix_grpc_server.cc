@@ -12,8 +12,6 @@
 namespace fgpu::k8s {
 namespace {
 
-std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
 // Removes the private directory the socket was bound in, whatever state it was left in.
 struct TempDir {
   std::string path;
@@ -48,7 +46,7 @@ Result<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(const std::string&
     return Status::InvalidArgument("directory " + dir + " is too deep for a Unix socket of fgpu's");
   }
   if (mkdtemp(tmp.path.data()) == nullptr) {
-    std::string err = Errno("cannot create a directory in " + dir);
+    std::string err = ErrnoMessage("cannot create a directory in " + dir);
     tmp.path.clear();
     return Status::Unavailable(err);
   }
@@ -63,7 +61,7 @@ Result<std::unique_ptr<UnixGrpcServer>> UnixGrpcServer::Start(const std::string&
   if (!server) return Status::Unavailable("gRPC could not listen on " + bound);
   if (chmod(bound.c_str(), options.mode) != 0 || rename(bound.c_str(), socket_path.c_str()) != 0 ||
       lstat(socket_path.c_str(), &st) != 0) {
-    std::string err = Errno("cannot put the socket in place at " + socket_path);
+    std::string err = ErrnoMessage("cannot put the socket in place at " + socket_path);
     server->Shutdown(std::chrono::system_clock::now());
     return Status::Unavailable(err);
   }

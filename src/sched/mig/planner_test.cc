@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
+
 namespace fgpu::sched::mig {
 namespace {
 
@@ -10,7 +12,6 @@ using fgpu::mig::Model;
 using Kind = Step::Kind;
 
 constexpr uint32_t k1g = 19, k1g2m = 15, k2g = 14, k3g = 9, k4g = 5, k7g = 0;
-constexpr uint64_t kGiB = 1ull << 30;
 
 const ModelInfo& H100() { return InfoOf(Model::kH100_80GB); }
 

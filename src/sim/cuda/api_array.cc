@@ -42,7 +42,7 @@ struct ArrayTable {
   std::unordered_map<const void*, std::unique_ptr<MipmappedArrayObject>> mipmaps;
 };
 
-ArrayTable& Table() {
+ArrayTable& Arrays() {
   static auto* table = new ArrayTable;
   return *table;
 }
@@ -129,7 +129,7 @@ CUresult CreateArray(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
   array->ctx = ctx;
   array->device = ctx->device;
   array->desc = *desc;
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Arrays().mu);
   if (CUresult rc = Charge(ctx, Bytes(desc->Width, desc->Height, desc->Depth, element), &array->charged);
       rc != CUDA_SUCCESS) {
     return rc;
@@ -137,11 +137,11 @@ CUresult CreateArray(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
   ArrayObject* raw = array.get();
   const uint64_t charged = raw->charged;
   try {
-    Table().arrays.emplace(raw, std::move(array));
+    Arrays().arrays.emplace(raw, std::move(array));
     HandleRegistry::Get().Insert(raw, Kind::kArray);
   } catch (...) {  // out of host memory: leave nothing behind
     HandleRegistry::Get().Erase(raw);
-    Table().arrays.erase(raw);
+    Arrays().arrays.erase(raw);
     Runtime::Get().Credit(ctx->device, charged);
     throw;
   }
@@ -175,18 +175,18 @@ CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR
     total += Bytes(array->desc.Width, array->desc.Height, array->desc.Depth, element);
     mipmap->levels.push_back(std::move(array));
   }
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Arrays().mu);
   if (CUresult rc = Charge(ctx, total, &mipmap->charged); rc != CUDA_SUCCESS) return rc;
   MipmappedArrayObject* raw = mipmap.get();
   const uint64_t charged = raw->charged;
   try {
-    Table().mipmaps.emplace(raw, std::move(mipmap));
+    Arrays().mipmaps.emplace(raw, std::move(mipmap));
     for (const auto& level : raw->levels) HandleRegistry::Get().Insert(level.get(), Kind::kArray);
     HandleRegistry::Get().Insert(raw, Kind::kMipmappedArray);
   } catch (...) {  // out of host memory: leave nothing behind
     for (const auto& level : raw->levels) HandleRegistry::Get().Erase(level.get());
     HandleRegistry::Get().Erase(raw);
-    Table().mipmaps.erase(raw);
+    Arrays().mipmaps.erase(raw);
     Runtime::Get().Credit(ctx->device, charged);
     throw;
   }
@@ -194,19 +194,19 @@ CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR
   return CUDA_SUCCESS;
 }
 
-// Caller holds Table().mu.
+// Caller holds Arrays().mu.
 void DestroyMipmappedLocked(MipmappedArrayObject* mipmap) {
   for (const auto& level : mipmap->levels) HandleRegistry::Get().Erase(level.get());
   HandleRegistry::Get().Erase(mipmap);
   Runtime::Get().Credit(mipmap->device, mipmap->charged);
-  Table().mipmaps.erase(mipmap);
+  Arrays().mipmaps.erase(mipmap);
 }
 
-// Caller holds Table().mu.
+// Caller holds Arrays().mu.
 void DestroyArrayLocked(ArrayObject* array) {
   HandleRegistry::Get().Erase(array);
   Runtime::Get().Credit(array->device, array->charged);
-  Table().arrays.erase(array);
+  Arrays().arrays.erase(array);
 }
 
 // Looks up a live array; a mipmap level is one too (for descriptors).
@@ -218,7 +218,7 @@ template <typename Descriptor>
 CUresult GetDescriptor(Descriptor* out, CUarray handle) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Arrays().mu);
   const ArrayObject* array = LookupArray(handle);
   if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   const CUDA_ARRAY3D_DESCRIPTOR& d = array->desc;
@@ -247,14 +247,14 @@ CUDA_ARRAY3D_DESCRIPTOR From2D(size_t width, size_t height, CUarray_format forma
 }  // namespace
 
 void ReleaseArraysOf(Context* ctx) {
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Arrays().mu);
   std::vector<ArrayObject*> arrays;
-  for (const auto& [handle, array] : Table().arrays) {
+  for (const auto& [handle, array] : Arrays().arrays) {
     if (array->ctx == ctx) arrays.push_back(array.get());
   }
   for (ArrayObject* array : arrays) DestroyArrayLocked(array);
   std::vector<MipmappedArrayObject*> mipmaps;
-  for (const auto& [handle, mipmap] : Table().mipmaps) {
+  for (const auto& [handle, mipmap] : Arrays().mipmaps) {
     if (mipmap->ctx == ctx) mipmaps.push_back(mipmap.get());
   }
   for (MipmappedArrayObject* mipmap : mipmaps) DestroyMipmappedLocked(mipmap);
@@ -303,7 +303,7 @@ CUresult cuArray3DCreate(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1* pAl
 CUresult cuArrayDestroy(CUarray hArray) {
   return Guarded([&] {
     if (CUresult rc = sim::Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Arrays().mu);
     sim::ArrayObject* array = sim::LookupArray(hArray);
     if (array == nullptr || array->is_level) return CUDA_ERROR_INVALID_HANDLE;  // levels go with their mipmap
     sim::DestroyArrayLocked(array);
@@ -332,7 +332,7 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle, const CUDA_ARRAY3D_DE
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
   return Guarded([&] {
     if (CUresult rc = sim::Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Arrays().mu);
     auto* mipmap = sim::HandleRegistry::Get().Lookup<sim::MipmappedArrayObject>(hMipmappedArray,
                                                                                 sim::Kind::kMipmappedArray);
     if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;
@@ -346,7 +346,7 @@ CUresult cuMipmappedArrayGetLevel(CUarray* pLevelArray, CUmipmappedArray hMipmap
   return Guarded([&] {
     if (CUresult rc = sim::Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
     if (pLevelArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Arrays().mu);
     auto* mipmap = sim::HandleRegistry::Get().Lookup<sim::MipmappedArrayObject>(hMipmappedArray,
                                                                                 sim::Kind::kMipmappedArray);
     if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;

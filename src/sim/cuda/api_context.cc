@@ -6,13 +6,12 @@
 #include "sim/cuda/runtime.h"
 
 using fgpu::sim::cuda::Context;
+using fgpu::sim::cuda::Ready;
 using fgpu::sim::cuda::Runtime;
 
 namespace {
 
 constexpr unsigned kContextFlagsMask = 0xFF;  // CU_CTX_FLAGS_MASK
-
-CUresult Ready() { return Runtime::Get().RequireInit(); }
 
 CUresult Create(CUcontext* pctx, unsigned flags, CUdevice dev) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
@@ -21,13 +20,6 @@ CUresult Create(CUcontext* pctx, unsigned flags, CUdevice dev) {
   if (CUresult rc = Runtime::Get().CreateContext(dev, flags, &ctx); rc != CUDA_SUCCESS) return rc;
   *pctx = reinterpret_cast<CUcontext>(ctx);
   return CUDA_SUCCESS;
-}
-
-// Resolves an explicit context argument, or the current one when `handle` is NULL.
-CUresult ContextOrCurrent(CUcontext handle, Context** out) {
-  if (handle == nullptr) return Runtime::Get().CurrentContext(out);
-  *out = Runtime::Get().LookupContext(handle);
-  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 CUresult Synchronize(Context* ctx) {
@@ -120,7 +112,7 @@ CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Context* context = nullptr;
-  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
   *device = context->device;
   return CUDA_SUCCESS;
 }
@@ -135,7 +127,7 @@ CUresult cuCtxSynchronize(void) {
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   Context* context = nullptr;
-  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
   return Synchronize(context);
 }
 
@@ -143,7 +135,7 @@ CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Context* context = nullptr;
-  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
   *version = 3020;  // the context ABI version every driver since 3.2 reports
   return CUDA_SUCCESS;
 }
@@ -170,7 +162,7 @@ CUresult cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   if (ctxId == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Context* context = nullptr;
-  if (CUresult rc = ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ContextOrCurrent(ctx, &context); rc != CUDA_SUCCESS) return rc;
   *ctxId = context->id;
   return CUDA_SUCCESS;
 }

@@ -55,14 +55,6 @@ bool RecordedTime(const Event& event, uint64_t* time) {
   return event.recorded.load();
 }
 
-// A context argument; NULL names the calling thread's current context, as for the other
-// calls that take one.
-CUresult ContextOrCurrent(CUcontext handle, Context** out) {
-  if (handle == nullptr) return Runtime::Get().CurrentContext(out);
-  *out = Runtime::Get().LookupContext(handle);
-  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-}
-
 CUresult Elapsed(float* ms, CUevent start_handle, CUevent end_handle) {
   if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Event* start = nullptr;
@@ -133,7 +125,7 @@ CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEn
 CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Context* ctx = nullptr;
-  if (CUresult rc = ContextOrCurrent(hCtx, &ctx); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ContextOrCurrent(hCtx, &ctx); rc != CUDA_SUCCESS) return rc;
   Event* event = nullptr;
   if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
   if (event->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;  // as documented
@@ -147,7 +139,7 @@ CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
 CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Context* ctx = nullptr;
-  if (CUresult rc = ContextOrCurrent(hCtx, &ctx); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ContextOrCurrent(hCtx, &ctx); rc != CUDA_SUCCESS) return rc;
   Event* event = nullptr;
   if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
   uint64_t time = 0;

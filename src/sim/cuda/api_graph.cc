@@ -39,6 +39,7 @@ using fgpu::sim::cuda::GraphNode;
 using fgpu::sim::cuda::HandleRegistry;
 using fgpu::sim::cuda::Kind;
 using fgpu::sim::cuda::KernelLaunch;
+using fgpu::sim::cuda::Ready;
 using fgpu::sim::cuda::Runtime;
 using fgpu::sim::cuda::Stream;
 
@@ -71,8 +72,6 @@ class GraphMemory {
   std::vector<GraphExec*> execs;                 // live executable graphs
   std::vector<GraphMemoryStats> stats{16};       // per device
 };
-
-CUresult Ready() { return Runtime::Get().RequireInit(); }
 
 CUresult LookupGraph(CUgraph handle, Graph** out) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;

@@ -15,22 +15,22 @@
 namespace fgpu::sim::testing {
 namespace {
 
-constexpr const char* kConfig = R"({
+constexpr const char* kGraphConfig = R"({
   "devices": [{"count": 2, "memory": "8GiB", "sm_count": 16, "context_overhead": "500MiB"}],
   "kernels": {"k100us": {"wave_us": 100}},
   "default_kernel_wave_us": 10
 })";
 
-constexpr const char* kPtx =
+constexpr const char* kGraphPtx =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     ".visible .entry k100us()\n{\n ret;\n}\n";
 
-std::string RunSim(const std::function<std::string()>& body) { return RunWithConfig(kConfig, "graph-test", body); }
+std::string RunGraphSim(const std::function<std::string()>& body) { return RunWithConfig(kGraphConfig, "graph-test", body); }
 
 CUfunction LoadKernel() {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  if (cuModuleLoadData(&module, kPtx) != CUDA_SUCCESS) return nullptr;
+  if (cuModuleLoadData(&module, kGraphPtx) != CUDA_SUCCESS) return nullptr;
   return cuModuleGetFunction(&function, module, "k100us") == CUDA_SUCCESS ? function : nullptr;
 }
 
@@ -77,7 +77,7 @@ uint64_t GraphReserved(int device = 0) {
 }
 
 TEST(SimGraphNodes, TypesAndParametersRoundTrip) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunGraphSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUfunction kernel = LoadKernel();
@@ -147,7 +147,7 @@ TEST(SimGraphNodes, TypesAndParametersRoundTrip) {
 }
 
 TEST(SimGraphNodes, AddNodeBuildsEveryKindAndItsMemoryIsTakenOnFirstLaunch) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunGraphSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUfunction kernel = LoadKernel();
@@ -223,7 +223,7 @@ TEST(SimGraphNodes, AddNodeBuildsEveryKindAndItsMemoryIsTakenOnFirstLaunch) {
 }
 
 TEST(SimGraphNodes, CloneCopiesKernelsAndChildGraphsButNotMemoryNodes) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunGraphSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUfunction kernel = LoadKernel();
@@ -284,7 +284,7 @@ TEST(SimGraphNodes, CloneCopiesKernelsAndChildGraphsButNotMemoryNodes) {
 }
 
 TEST(SimGraphNodes, ChildGraphsWithMemoryNodesFollowTheDriversRules) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunGraphSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     // A child graph allocating 600 MiB on device 0 and 64 MiB on device 1.
@@ -375,7 +375,7 @@ TEST(SimGraphNodes, ChildGraphsWithMemoryNodesFollowTheDriversRules) {
 }
 
 TEST(SimGraphCapture, StreamOrderedAllocationsBecomeMemoryNodesTakenOnFirstLaunch) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunGraphSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUfunction kernel = LoadKernel();

@@ -56,12 +56,12 @@ struct PoolTable {
   std::vector<MemPool*> current_pool;  // per device; nullptr = the default pool
 };
 
-PoolTable& Table() {
+PoolTable& Pools() {
   static auto* table = new PoolTable;  // never destroyed, as the other registries
   return *table;
 }
 
-// Caller holds Table().mu.
+// Caller holds Pools().mu.
 MemPool* NewPool(const CUmemPoolProps& props, Context* owner, bool is_default) {
   auto pool = std::make_unique<MemPool>();
   pool->props = props;
@@ -73,14 +73,14 @@ MemPool* NewPool(const CUmemPoolProps& props, Context* owner, bool is_default) {
   pool->peer_access.assign(static_cast<size_t>(Runtime::Get().device_count()), CU_MEM_ACCESS_FLAGS_PROT_NONE);
   if (on_device) pool->peer_access[static_cast<size_t>(pool->device)] = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   MemPool* raw = pool.get();
-  Table().pools.push_back(std::move(pool));
+  Pools().pools.push_back(std::move(pool));
   HandleRegistry::Get().Insert(raw, Kind::kMemPool);
   return raw;
 }
 
-// Caller holds Table().mu.
+// Caller holds Pools().mu.
 MemPool* DefaultPool(int device) {
-  PoolTable& table = Table();
+  PoolTable& table = Pools();
   const auto count = static_cast<size_t>(Runtime::Get().device_count());
   if (table.default_pool.size() < count) {
     table.default_pool.resize(count, nullptr);
@@ -97,17 +97,17 @@ MemPool* DefaultPool(int device) {
   return slot;
 }
 
-// Caller holds Table().mu.
+// Caller holds Pools().mu.
 MemPool* CurrentPool(int device) {
   MemPool* fallback = DefaultPool(device);
-  MemPool* current = Table().current_pool[static_cast<size_t>(device)];
+  MemPool* current = Pools().current_pool[static_cast<size_t>(device)];
   return current != nullptr ? current : fallback;
 }
 
-// Caller holds Table().mu. Live pools only: destroyed ones left the handle registry.
+// Caller holds Pools().mu. Live pools only: destroyed ones left the handle registry.
 MemPool* Lookup(CUmemoryPool handle) { return HandleRegistry::Get().Lookup<MemPool>(handle, Kind::kMemPool); }
 
-// Caller holds Table().mu. Keeps at least max(used, keep), in whole granules.
+// Caller holds Pools().mu. Keeps at least max(used, keep), in whole granules.
 void TrimLocked(MemPool* pool, uint64_t keep) {
   const uint64_t target = std::max(RoundUp(pool->used, pool->granularity), RoundUp(keep, pool->granularity));
   if (target >= pool->reserved) return;
@@ -115,16 +115,16 @@ void TrimLocked(MemPool* pool, uint64_t keep) {
   pool->reserved = target;
 }
 
-// Caller holds Table().mu. Gives the reserve back and forgets a destroyed pool.
+// Caller holds Pools().mu. Gives the reserve back and forgets a destroyed pool.
 void FinalizeLocked(MemPool* pool) {
   if (pool->charged() && pool->reserved != 0) Runtime::Get().Credit(pool->device, pool->reserved);
-  std::erase_if(Table().pools, [pool](const auto& p) { return p.get() == pool; });
+  std::erase_if(Pools().pools, [pool](const auto& p) { return p.get() == pool; });
 }
 
-// Caller holds Table().mu.
+// Caller holds Pools().mu.
 void DestroyLocked(MemPool* pool) {
   HandleRegistry::Get().Erase(pool);
-  PoolTable& table = Table();
+  PoolTable& table = Pools();
   for (MemPool*& current : table.current_pool) {
     if (current == pool) current = nullptr;  // the device falls back to its default pool
   }
@@ -135,7 +135,7 @@ void DestroyLocked(MemPool* pool) {
   }
 }
 
-// Caller holds Table().mu, so the pool cannot be finalized underneath.
+// Caller holds Pools().mu, so the pool cannot be finalized underneath.
 CUresult AllocateLocked(MemPool* pool, Context* ctx, uint64_t bytes, CUdeviceptr* out) {
   const uint64_t unused = pool->reserved - pool->used;
   const uint64_t grow = bytes > unused ? RoundUp(bytes - unused, pool->granularity) : 0;
@@ -186,7 +186,7 @@ CUresult AllocAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool_handle, b
   Stream* stream = nullptr;
   if (CUresult rc = ResolveForAllocator(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::unique_lock lock(Table().mu);
+  std::unique_lock lock(Pools().mu);
   MemPool* pool = use_current_pool ? CurrentPool(stream->ctx->device) : Lookup(pool_handle);
   if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (Graph* graph = stream->capture.load()) {
@@ -298,7 +298,7 @@ CUresult SetAttribute(MemPool* pool, CUmemPool_attribute attr, const void* value
 
 void ReleaseAsyncAllocation(const Allocation& allocation) {
   UnmapBacking(allocation.base, allocation.mapped_length);
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Pools().mu);
   MemPool* pool = allocation.pool;
   pool->used -= std::min(pool->used, allocation.size);
   if (--pool->live_allocations == 0 && pool->destroyed) FinalizeLocked(pool);
@@ -306,8 +306,8 @@ void ReleaseAsyncAllocation(const Allocation& allocation) {
 
 void TrimPoolsAfterSync(int device) {
   (void)Guarded([device] {
-    std::lock_guard lock(Table().mu);
-    for (const auto& pool : Table().pools) {
+    std::lock_guard lock(Pools().mu);
+    for (const auto& pool : Pools().pools) {
       if (pool->device == device) TrimLocked(pool.get(), pool->destroyed ? 0 : pool->release_threshold);
     }
     return CUDA_SUCCESS;
@@ -315,15 +315,15 @@ void TrimPoolsAfterSync(int device) {
 }
 
 void ReleasePoolsOf(Context* ctx) {
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Pools().mu);
   std::vector<MemPool*> owned;
-  for (const auto& pool : Table().pools) {
+  for (const auto& pool : Pools().pools) {
     if (pool->owner == ctx && !pool->destroyed && !pool->is_default) owned.push_back(pool.get());
   }
   for (MemPool* pool : owned) DestroyLocked(pool);
   // The context's stream-ordered allocations are gone: the device's pools keep
   // only what other contexts still use.
-  for (const auto& pool : Table().pools) {
+  for (const auto& pool : Pools().pools) {
     if (pool->device == ctx->device) TrimLocked(pool.get(), 0);
   }
 }
@@ -361,7 +361,7 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
     if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult rc = Runtime::Get().CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     *pool_out = reinterpret_cast<CUmemoryPool>(sim::DefaultPool(dev));
     return CUDA_SUCCESS;
   });
@@ -372,7 +372,7 @@ CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
     if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (CUresult rc = Runtime::Get().CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     *pool = reinterpret_cast<CUmemoryPool>(sim::CurrentPool(dev));
     return CUDA_SUCCESS;
   });
@@ -382,11 +382,11 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   return Guarded([&] {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
     if (CUresult rc = Runtime::Get().CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     sim::MemPool* target = sim::Lookup(pool);
     if (target == nullptr || target->device != dev) return CUDA_ERROR_INVALID_VALUE;  // must be local to dev
     sim::DefaultPool(dev);  // sizes the per-device tables
-    sim::Table().current_pool[static_cast<size_t>(dev)] = target;
+    sim::Pools().current_pool[static_cast<size_t>(dev)] = target;
     return CUDA_SUCCESS;
   });
 }
@@ -398,7 +398,7 @@ CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
     if (CUresult rc = sim::CheckPoolProps(poolProps); rc != CUDA_SUCCESS) return rc;
     sim::Context* owner = nullptr;
     (void)Runtime::Get().CurrentContext(&owner);  // pools need no context; one only owns it if current
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     *pool = reinterpret_cast<CUmemoryPool>(sim::NewPool(*poolProps, owner, /*is_default=*/false));
     return CUDA_SUCCESS;
   });
@@ -407,7 +407,7 @@ CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* poolProps) {
 CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   return Guarded([&] {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     sim::MemPool* target = sim::Lookup(pool);
     if (target == nullptr || target->is_default) return CUDA_ERROR_INVALID_VALUE;
     sim::DestroyLocked(target);
@@ -418,7 +418,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   return Guarded([&] {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     sim::MemPool* target = sim::Lookup(pool);
     if (target == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return sim::SetAttribute(target, attr, value);
@@ -428,7 +428,7 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
   return Guarded([&] {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     sim::MemPool* target = sim::Lookup(pool);
     if (target == nullptr || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return sim::GetAttribute(target, attr, value);
@@ -438,7 +438,7 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   return Guarded([&] {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     sim::MemPool* target = sim::Lookup(pool);
     if (target == nullptr) return CUDA_ERROR_INVALID_VALUE;
     sim::TrimLocked(target, minBytesToKeep);
@@ -450,7 +450,7 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_
   return Guarded([&] {
     if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
     if (count > 0 && map == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Pools().mu);
     sim::MemPool* target = sim::Lookup(pool);
     if (target == nullptr) return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; ++i) {  // validate all before applying any

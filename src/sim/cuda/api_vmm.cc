@@ -51,23 +51,23 @@ struct VmmTable {
   uint64_t next_handle = 1;
 };
 
-VmmTable& Table() {
+VmmTable& Vmm() {
   static auto* table = new VmmTable;
   return *table;
 }
 
-// Caller holds Table().mu. A handle the application may still use (refs > 0).
+// Caller holds Vmm().mu. A handle the application may still use (refs > 0).
 PhysicalMemory* LiveHandle(CUmemGenericAllocationHandle handle) {
-  auto it = Table().physical.find(handle);
-  return it == Table().physical.end() || it->second->handle_refs <= 0 ? nullptr : it->second.get();
+  auto it = Vmm().physical.find(handle);
+  return it == Vmm().physical.end() || it->second->handle_refs <= 0 ? nullptr : it->second.get();
 }
 
-// Caller holds Table().mu. Frees the memory once nothing refers to it any more.
+// Caller holds Vmm().mu. Frees the memory once nothing refers to it any more.
 void MaybeDestroy(PhysicalMemory* p) {
   if (p->handle_refs > 0 || p->mappings > 0) return;
   close(p->fd);
   if (p->charged != 0) Runtime::Get().Credit(p->device, p->charged);
-  Table().physical.erase(p->handle);
+  Vmm().physical.erase(p->handle);
 }
 
 // Validates an allocation property and yields the device (CU_DEVICE_CPU: host) and
@@ -102,9 +102,9 @@ CUresult CheckProp(const CUmemAllocationProp* prop, int* device, uint64_t* granu
   }
 }
 
-// Caller holds Table().mu.
+// Caller holds Vmm().mu.
 CUmemGenericAllocationHandle AddPhysical(std::unique_ptr<PhysicalMemory> p) {
-  VmmTable& table = Table();
+  VmmTable& table = Vmm();
   p->handle = kHandleTag | table.next_handle++;
   const CUmemGenericAllocationHandle handle = p->handle;
   table.physical.emplace(handle, std::move(p));
@@ -174,7 +174,7 @@ CUresult Create(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAl
     if (p->charged != 0) Runtime::Get().Credit(device, p->charged);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Vmm().mu);
   *handle = AddPhysical(std::move(p));
   return CUDA_SUCCESS;
 }
@@ -212,7 +212,7 @@ CUresult Import(CUmemGenericAllocationHandle* handle, void* os_handle, CUmemAllo
   (void)Runtime::Get().CurrentContext(&p->owner);
   p->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (p->fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Vmm().mu);
   *handle = AddPhysical(std::move(p));
   return CUDA_SUCCESS;
 }
@@ -255,7 +255,7 @@ CUresult Reserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr ad
 CUresult Map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
              unsigned long long flags) {
   if (size == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Vmm().mu);
   PhysicalMemory* p = LiveHandle(handle);
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (ptr % p->granularity != 0 || size % p->granularity != 0 || offset % p->granularity != 0) {
@@ -300,7 +300,7 @@ CUresult Map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocation
 
 CUresult Unmap(CUdeviceptr ptr, size_t size) {
   if (size == 0 || ptr > UINT64_MAX - size) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Vmm().mu);
   const std::vector<Allocation> pieces = CoveringPieces(ptr, size);
   if (pieces.empty()) return CUDA_ERROR_INVALID_VALUE;
   for (const Allocation& piece : pieces) {  // whole mappings only, never a sub-range
@@ -319,8 +319,8 @@ CUresult Unmap(CUdeviceptr ptr, size_t size) {
   }
   RestoreReservation(ptr, size);
   for (CUmemGenericAllocationHandle handle : touched) {
-    auto it = Table().physical.find(handle);  // may already be gone: one handle, several mappings
-    if (it != Table().physical.end()) MaybeDestroy(it->second.get());
+    auto it = Vmm().physical.find(handle);  // may already be gone: one handle, several mappings
+    if (it != Vmm().physical.end()) MaybeDestroy(it->second.get());
   }
   return CUDA_SUCCESS;
 }
@@ -336,7 +336,7 @@ CUresult SetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, si
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Vmm().mu);
   if (CoveringPieces(ptr, size).empty()) return CUDA_ERROR_INVALID_VALUE;  // must be fully mapped
   MemoryRegistry& registry = MemoryRegistry::Get();
   registry.SplitAt(ptr);
@@ -360,7 +360,7 @@ CUresult SetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, si
   return CUDA_SUCCESS;
 }
 
-// Caller holds Table().mu. Removes every mapping of `p`, wherever it is mapped.
+// Caller holds Vmm().mu. Removes every mapping of `p`, wherever it is mapped.
 void UnmapAll(PhysicalMemory* p) {
   const auto pieces = MemoryRegistry::Get().EraseIf([p](const Allocation& a) { return a.physical == p; });
   for (const Allocation& piece : pieces) RestoreReservation(piece.base, piece.size);
@@ -370,9 +370,9 @@ void UnmapAll(PhysicalMemory* p) {
 }  // namespace
 
 void ReleaseVmmOf(Context* ctx) {
-  std::lock_guard lock(Table().mu);
+  std::lock_guard lock(Vmm().mu);
   std::vector<PhysicalMemory*> owned;
-  for (const auto& [handle, p] : Table().physical) {
+  for (const auto& [handle, p] : Vmm().physical) {
     if (p->owner == ctx) owned.push_back(p.get());
   }
   for (PhysicalMemory* p : owned) {
@@ -386,11 +386,8 @@ void ReleaseVmmOf(Context* ctx) {
 
 namespace sim = fgpu::sim::cuda;
 using sim::Guarded;
+using sim::Ready;
 using sim::Runtime;
-
-namespace {
-CUresult Ready() { return Runtime::Get().RequireInit(); }
-}  // namespace
 
 extern "C" {
 
@@ -405,7 +402,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   return Guarded([&] {
     if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Vmm().mu);
     sim::PhysicalMemory* p = sim::LiveHandle(handle);
     if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
     --p->handle_refs;
@@ -425,7 +422,7 @@ CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CU
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   return Guarded([&] {
     if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Vmm().mu);
     sim::MemoryRegistry& registry = sim::MemoryRegistry::Get();
     const auto reservation = registry.FindReservation(ptr);
     if (!reservation || reservation->base != ptr || reservation->size != size)
@@ -498,7 +495,7 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
   return Guarded([&] {
     if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
     if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Vmm().mu);
     const sim::PhysicalMemory* p = sim::LiveHandle(handle);
     if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
     *prop = p->prop;
@@ -510,7 +507,7 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void*
   return Guarded([&] {
     if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
     if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Vmm().mu);
     const auto piece = sim::MemoryRegistry::Get().Find(reinterpret_cast<uint64_t>(addr));
     if (!piece || piece->kind != sim::AllocKind::kVmmMapping) return CUDA_ERROR_INVALID_VALUE;
     ++piece->physical->handle_refs;  // live while mapped, even if every handle was released
@@ -525,7 +522,7 @@ CUresult cuMemExportToShareableHandle(void* shareableHandle, CUmemGenericAllocat
     if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
     if (shareableHandle == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (handleType == CU_MEM_HANDLE_TYPE_FABRIC) return CUDA_ERROR_NOT_SUPPORTED;
-    std::lock_guard lock(sim::Table().mu);
+    std::lock_guard lock(sim::Vmm().mu);
     const sim::PhysicalMemory* p = sim::LiveHandle(handle);
     if (p == nullptr || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
       return CUDA_ERROR_INVALID_VALUE;

@@ -18,18 +18,18 @@ namespace fgpu::sim::testing {
 namespace {
 
 // 16 SMs keep wave arithmetic readable; k100us occupies the device 100 µs per wave.
-constexpr const char* kConfig = R"({
+constexpr const char* kExecConfig = R"({
   "devices": [{"count": 2, "memory": "8GiB", "sm_count": 16, "context_overhead": "500MiB"}],
   "kernels": {"k100us": {"wave_us": 100}},
   "default_kernel_wave_us": 10
 })";
 
-constexpr const char* kPtx =
+constexpr const char* kExecPtx =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     ".visible .entry k100us()\n{\n ret;\n}\n"
     ".visible .entry fgpu_spin(.param .u64 ns)\n{\n ret;\n}\n";
 
-std::string RunSim(const std::function<std::string()>& body) { return RunWithConfig(kConfig, "exec-test", body); }
+std::string RunExecSim(const std::function<std::string()>& body) { return RunWithConfig(kExecConfig, "exec-test", body); }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -40,14 +40,14 @@ struct Kernels {
   CUfunction k100us = nullptr;
   CUfunction spin = nullptr;
   bool Load() {
-    return cuModuleLoadData(&module, kPtx) == CUDA_SUCCESS &&
+    return cuModuleLoadData(&module, kExecPtx) == CUDA_SUCCESS &&
            cuModuleGetFunction(&k100us, module, "k100us") == CUDA_SUCCESS &&
            cuModuleGetFunction(&spin, module, "fgpu_spin") == CUDA_SUCCESS;
   }
 };
 
 TEST(SimInit, ApisFailBeforeCuInit) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     int count = 0;
     FGPU_REQUIRE_CU(cuDeviceGetCount(&count), CUDA_ERROR_NOT_INITIALIZED);
     int version = 0;
@@ -155,7 +155,7 @@ TEST(SimProcAddress, UnknownAndTooNewSymbolsSucceedWithNull) {
 }
 
 TEST(SimProcAddress, WorksBeforeCuInit) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     void* pfn = nullptr;
     FGPU_REQUIRE_CU(cuGetProcAddress("cuInit", &pfn, 12000, 0), CUDA_SUCCESS);
     FGPU_REQUIRE(pfn == Exported("cuInit"));
@@ -167,7 +167,7 @@ TEST(SimProcAddress, WorksBeforeCuInit) {
 // --- devices and contexts ------------------------------------------------------------------
 
 TEST(SimDevice, QueriesMatchTheConfig) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     char name[128];
     FGPU_REQUIRE_CU(cuDeviceGetName(name, sizeof(name), 1), CUDA_SUCCESS);
@@ -200,7 +200,7 @@ TEST(SimDevice, QueriesMatchTheConfig) {
 }
 
 TEST(SimContext, ContextsChargeTheirOverhead) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     CUcontext primary = nullptr;
     FGPU_REQUIRE_CU(cuDevicePrimaryCtxRetain(&primary, 0), CUDA_SUCCESS);
@@ -238,7 +238,7 @@ TEST(SimContext, ContextsChargeTheirOverhead) {
 }
 
 TEST(SimContext, PushPopAndPerContextDevice) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     CUcontext a = nullptr, b = nullptr, popped = nullptr;
     FGPU_REQUIRE_CU(cuCtxCreate_v2(&a, 0, 0), CUDA_SUCCESS);
@@ -262,7 +262,7 @@ TEST(SimContext, PushPopAndPerContextDevice) {
 // cuCtxGetCurrent is a thread-local read, as in the real driver: a context destroyed by another
 // thread while bound here is still reported, and the calls that use it say it is destroyed.
 TEST(SimContext, GetCurrentReportsTheBoundContextUnvalidated) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     CUcontext bound = nullptr, current = nullptr;
     FGPU_REQUIRE_CU(cuCtxCreate_v2(&bound, 0, 0), CUDA_SUCCESS);
@@ -282,7 +282,7 @@ TEST(SimContext, GetCurrentReportsTheBoundContextUnvalidated) {
 // --- time: streams, events, launches ---------------------------------------------------------
 
 TEST(SimTime, KernelsTakeDeviceTimeScaledByWaves) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     Kernels k;
@@ -314,7 +314,7 @@ TEST(SimTime, KernelsTakeDeviceTimeScaledByWaves) {
 }
 
 TEST(SimTime, SpinKernelTakesItsParameter) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     Kernels k;
@@ -337,7 +337,7 @@ TEST(SimTime, SpinKernelTakesItsParameter) {
 }
 
 TEST(SimTime, HostFunctionRunsAfterPriorWork) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     Kernels k;
@@ -362,7 +362,7 @@ TEST(SimTime, HostFunctionRunsAfterPriorWork) {
 }
 
 TEST(SimLaunch, InvalidLaunchesGetTheDriverCodes) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     Kernels k;
@@ -393,7 +393,7 @@ TEST(SimLaunch, InvalidLaunchesGetTheDriverCodes) {
 }
 
 TEST(SimLaunch, LaunchKernelExHonoursItsConfig) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     Kernels k;
@@ -418,7 +418,7 @@ TEST(SimLaunch, LaunchKernelExHonoursItsConfig) {
 // --- graphs ---------------------------------------------------------------------------------
 
 TEST(SimGraph, CapturedLaunchesReplayOnTheTimeline) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     Kernels k;
@@ -458,7 +458,7 @@ TEST(SimGraph, CapturedLaunchesReplayOnTheTimeline) {
 }
 
 TEST(SimGraph, MemoryNodesAreChargedWhileResident) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUgraph graph = nullptr;
@@ -507,7 +507,7 @@ namespace fgpu::sim::testing {
 namespace {
 
 TEST(SimVisibleDevices, ReorderedIndicesBecomeOrdinals) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     setenv("CUDA_VISIBLE_DEVICES", "1,0", 1);
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     int count = 0;
@@ -527,7 +527,7 @@ TEST(SimVisibleDevices, ReorderedIndicesBecomeOrdinals) {
 }
 
 TEST(SimVisibleDevices, UuidPrefixesInvalidEntriesAndEmpty) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     auto config = LoadSimConfig(getenv(kConfigEnv));
     FGPU_REQUIRE(config.ok());
     const std::string uuid1 = config->devices[1].uuid;
@@ -541,7 +541,7 @@ TEST(SimVisibleDevices, UuidPrefixesInvalidEntriesAndEmpty) {
     FGPU_REQUIRE(std::string(config->devices[1].pci_bus_id).find(bus) != std::string::npos);
     return std::string();
   }), "");
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     setenv("CUDA_VISIBLE_DEVICES", "1,7,0", 1);  // stops at the invalid entry
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     int count = 0;
@@ -549,7 +549,7 @@ TEST(SimVisibleDevices, UuidPrefixesInvalidEntriesAndEmpty) {
     FGPU_REQUIRE(count == 1);
     return std::string();
   }), "");
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunExecSim([] {
     setenv("CUDA_VISIBLE_DEVICES", "", 1);
     FGPU_REQUIRE_CU(cuInit(0), CUDA_ERROR_NO_DEVICE);
     return std::string();

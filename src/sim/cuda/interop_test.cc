@@ -20,15 +20,15 @@
 namespace fgpu::sim::testing {
 namespace {
 
-constexpr const char* kConfig = R"({
+constexpr const char* kInteropConfig = R"({
   "devices": [{"count": 2, "memory": "4GiB", "granularity": "2MiB", "sm_count": 16, "context_overhead": "300MiB"}],
   "default_kernel_wave_us": 10
 })";
-constexpr const char* kPtx =
+constexpr const char* kInteropPtx =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     ".visible .entry fgpu_spin(.param .u64 ns)\n{\n ret;\n}\n";
 
-std::string RunSim(const std::function<std::string()>& body) { return RunWithConfig(kConfig, "interop-test", body); }
+std::string RunInteropSim(const std::function<std::string()>& body) { return RunWithConfig(kInteropConfig, "interop-test", body); }
 
 // A pipe carrying fixed-size messages between the two processes of an IPC test.
 struct Channel {
@@ -71,7 +71,7 @@ std::string ImporterVerdict(Channel& report, pid_t pid) {
 }
 
 TEST(SimIpc, AnotherProcessMapsTheSameMemoryAndIsChargedNothing) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunInteropSim([] {
     Channel handles, back, report;
     const pid_t importer = ForkImporter(report, [&]() -> std::string {
       CUipcMemHandle handle{};
@@ -128,7 +128,7 @@ TEST(SimIpc, AnotherProcessMapsTheSameMemoryAndIsChargedNothing) {
 }
 
 TEST(SimIpc, BadHandlesAndMemoryThatCannotBeSharedAreRefused) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunInteropSim([] {
     Channel handles, report;
     const pid_t importer = ForkImporter(report, [&]() -> std::string {
       CUipcMemHandle handle{};
@@ -163,7 +163,7 @@ TEST(SimIpc, BadHandlesAndMemoryThatCannotBeSharedAreRefused) {
 }
 
 TEST(SimIpc, AnEventRecordedInOneProcessIsWaitedOnInAnother) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunInteropSim([] {
     Channel handles, opened, recorded, report;
     const pid_t importer = ForkImporter(report, [&]() -> std::string {
       CUipcEventHandle handle{};
@@ -197,7 +197,7 @@ TEST(SimIpc, AnEventRecordedInOneProcessIsWaitedOnInAnother) {
     FGPU_REQUIRE(handles.Send(handle));
     CUmodule module = nullptr;
     CUfunction spin = nullptr;
-    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kPtx), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kInteropPtx), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuModuleGetFunction(&spin, module, "fgpu_spin"), CUDA_SUCCESS);
     uint64_t ns = 300'000'000;
     void* params[] = {&ns};
@@ -216,12 +216,12 @@ TEST(SimIpc, AnEventRecordedInOneProcessIsWaitedOnInAnother) {
 // H100-like limits (the simulator's attributes): 2048 threads, 32 blocks, 64 K registers and
 // 228 KiB of shared memory per SM, 1 KiB reserved per block; a kernel of 16 registers.
 TEST(SimOccupancy, TheCalculatorsFollowTheDevicesLimits) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunInteropSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUmodule module = nullptr;
     CUfunction kernel = nullptr;
-    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kPtx), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kInteropPtx), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuModuleGetFunction(&kernel, module, "fgpu_spin"), CUDA_SUCCESS);
     int blocks = 0;
     FGPU_REQUIRE_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 256, 0), CUDA_SUCCESS);
@@ -270,7 +270,7 @@ TEST(SimOccupancy, TheCalculatorsFollowTheDevicesLimits) {
 }
 
 TEST(SimLinker, PtxInputsLinkIntoAnImageWhoseEntriesLoad) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunInteropSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     const std::string first = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry first()\n{\n ret;\n}\n";
@@ -308,7 +308,7 @@ TEST(SimLinker, PtxInputsLinkIntoAnImageWhoseEntriesLoad) {
 }
 
 TEST(SimPeers, PeerAccessIsBetweenTwoDevicesOnlyAndOnce) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunInteropSim([] {
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     CUcontext zero = nullptr, one = nullptr;
     FGPU_REQUIRE_CU(cuDevicePrimaryCtxRetain(&one, 1), CUDA_SUCCESS);
@@ -329,7 +329,7 @@ TEST(SimPeers, PeerAccessIsBetweenTwoDevicesOnlyAndOnce) {
 }
 
 TEST(SimHostMemory, HostAllocationsTellTheirFlagsAndTheProfilerSwitchesAreAccepted) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunInteropSim([] {
     FGPU_REQUIRE_CU(cuProfilerStart(), CUDA_ERROR_NOT_INITIALIZED);
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());

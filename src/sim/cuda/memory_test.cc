@@ -11,20 +11,20 @@
 #include <vector>
 
 #include "core/abi/cuda_api.h"
+#include "core/units.h"
 #include "sim/cuda/child_process.h"
 #include "sim/cuda/sim_test_env.h"
 
 namespace fgpu::sim::testing {
 namespace {
 
-constexpr uint64_t kGiB = 1ull << 30;
-constexpr uint64_t kGranule = 2 * kMiB;
+constexpr uint64_t kMemoryGranule = 2 * kMiB;
 // One small device, so that out-of-memory comes quickly.
-constexpr const char* kConfig = R"({
+constexpr const char* kMemoryConfig = R"({
   "devices": [{"memory": "4GiB", "granularity": "2MiB", "context_overhead": "300MiB"}]
 })";
 
-std::string RunMem(const std::function<std::string()>& body, const char* config = kConfig) {
+std::string RunMem(const std::function<std::string()>& body, const char* config = kMemoryConfig) {
   return RunWithConfig(config, "mem-test", body);
 }
 
@@ -39,15 +39,15 @@ TEST(SimMemory, ChargesRoundToGranularityAndFreesRestoreExactly) {
         const uint64_t start = free;
         CUdeviceptr one = 0, three = 0, pitched = 0, managed = 0;
         FGPU_REQUIRE_CU(cuMemAlloc_v2(&one, 1), CUDA_SUCCESS);
-        FGPU_REQUIRE(FreeBytes() == start - kGranule);
+        FGPU_REQUIRE(FreeBytes() == start - kMemoryGranule);
         FGPU_REQUIRE_CU(cuMemAlloc_v2(&three, 3 * kMiB), CUDA_SUCCESS);
-        FGPU_REQUIRE(FreeBytes() == start - 3 * kGranule);
+        FGPU_REQUIRE(FreeBytes() == start - 3 * kMemoryGranule);
         size_t pitch = 0;
         FGPU_REQUIRE_CU(cuMemAllocPitch_v2(&pitched, &pitch, 1000, 3000, 4), CUDA_SUCCESS);
         FGPU_REQUIRE(pitch == 1024);  // rows padded to 512 bytes; 1024 * 3000 bytes -> 2 granules
-        FGPU_REQUIRE(FreeBytes() == start - 5 * kGranule);
+        FGPU_REQUIRE(FreeBytes() == start - 5 * kMemoryGranule);
         FGPU_REQUIRE_CU(cuMemAllocManaged(&managed, 5 * kMiB, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
-        FGPU_REQUIRE(FreeBytes() == start - 8 * kGranule);  // managed memory is charged in full
+        FGPU_REQUIRE(FreeBytes() == start - 8 * kMemoryGranule);  // managed memory is charged in full
         for (CUdeviceptr p : {one, three, pitched, managed}) FGPU_REQUIRE_CU(cuMemFree_v2(p), CUDA_SUCCESS);
         FGPU_REQUIRE(FreeBytes() == start);
         unsigned free32 = 0, total32 = 0;
@@ -160,7 +160,7 @@ TEST(SimMemory, LegacyEntryPointsUse32BitAddresses) {
               const uint64_t start = FreeBytes();
               CUdeviceptr_v1 p = 0;
               FGPU_REQUIRE_CU(cuMemAlloc(&p, 8192), CUDA_SUCCESS);
-              FGPU_REQUIRE(p != 0 && FreeBytes() == start - kGranule);
+              FGPU_REQUIRE(p != 0 && FreeBytes() == start - kMemoryGranule);
               const std::string text = "legacy round trip";
               FGPU_REQUIRE_CU(cuMemcpyHtoD(p, text.data(), static_cast<unsigned>(text.size())), CUDA_SUCCESS);
               std::string back(text.size(), '\0');

@@ -19,21 +19,21 @@
 namespace fgpu::sim::testing {
 namespace {
 
-constexpr const char* kConfig = R"({
+constexpr const char* kEntryConfig = R"({
   "devices": [{"count": 2, "memory": "4GiB", "granularity": "2MiB", "sm_count": 16, "context_overhead": "300MiB"}],
   "default_kernel_wave_us": 10
 })";
-constexpr const char* kPtx =
+constexpr const char* kEntryPtx =
     ".version 7.0\n.target sm_70\n.address_size 64\n"
     ".visible .entry fgpu_spin(.param .u64 ns)\n{\n ret;\n}\n"
     ".visible .entry second()\n{\n ret;\n}\n";
 
-std::string RunSim(const std::function<std::string()>& body) {
-  return RunWithConfig(kConfig, "more-entry-points-test", body);
+std::string RunEntrySim(const std::function<std::string()>& body) {
+  return RunWithConfig(kEntryConfig, "more-entry-points-test", body);
 }
 
 TEST(SimMoreEntryPoints, PeerCopiesMoveDataBetweenContextsOfTwoDevices) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx0(0);
     FGPU_REQUIRE(ctx0.ok());
     CUcontext ctx1 = nullptr;
@@ -90,7 +90,7 @@ std::vector<uint8_t> Rows(CUdeviceptr ptr, size_t pitch, size_t rows) {
 }
 
 TEST(SimMoreEntryPoints, TwoDimensionalSetsFillRowsAndLeaveThePadding) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUdeviceptr ptr = 0;
@@ -162,7 +162,7 @@ TEST(SimMoreEntryPoints, TwoDimensionalSetsFillRowsAndLeaveThePadding) {
 }
 
 TEST(SimMoreEntryPoints, StreamsHaveStableDistinctIdsAndTheirDevice) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUstream a = nullptr, b = nullptr;
@@ -212,7 +212,7 @@ TEST(SimMoreEntryPoints, StreamsHaveStableDistinctIdsAndTheirDevice) {
 }
 
 TEST(SimMoreEntryPoints, ContextPreferencesAreKeptPerContext) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     FGPU_REQUIRE_CU(cuInit(0), CUDA_SUCCESS);
     CUfunc_cache cache = CU_FUNC_CACHE_PREFER_L1;
     FGPU_REQUIRE_CU(cuCtxGetCacheConfig(&cache), CUDA_ERROR_INVALID_CONTEXT);  // none current yet
@@ -250,12 +250,12 @@ TEST(SimMoreEntryPoints, ContextPreferencesAreKeptPerContext) {
 }
 
 TEST(SimMoreEntryPoints, FunctionsKnowTheirModuleAreLoadedAndKeepLegacySettings) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUmodule module = nullptr, owner = nullptr;
     CUfunction spin = nullptr;
-    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kPtx), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kEntryPtx), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuModuleGetFunction(&spin, module, "fgpu_spin"), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuFuncGetModule(&owner, spin), CUDA_SUCCESS);
     FGPU_REQUIRE(owner == module);
@@ -288,11 +288,11 @@ TEST(SimMoreEntryPoints, FunctionsKnowTheirModuleAreLoadedAndKeepLegacySettings)
 }
 
 TEST(SimMoreEntryPoints, ModulesEnumerateTheirFunctions) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUmodule module = nullptr;
-    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kPtx), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kEntryPtx), CUDA_SUCCESS);
     unsigned count = 0;
     FGPU_REQUIRE_CU(cuModuleGetFunctionCount(&count, module), CUDA_SUCCESS);
     FGPU_REQUIRE(count == 2);
@@ -336,7 +336,7 @@ TEST(SimMoreEntryPoints, ModulesEnumerateTheirFunctions) {
 }
 
 TEST(SimMoreEntryPoints, DevicesDescribeTheirLinksAndHaveNoLuid) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     int value = -1;
     FGPU_REQUIRE_CU(cuDeviceGetP2PAttribute(&value, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1),
                     CUDA_ERROR_NOT_INITIALIZED);
@@ -385,7 +385,7 @@ TEST(SimMoreEntryPoints, DevicesDescribeTheirLinksAndHaveNoLuid) {
 }
 
 TEST(SimMoreEntryPoints, PointerAttributesInBulkAndTheSyncMemopsFlag) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUdeviceptr ptr = 0, managed = 0;
@@ -437,12 +437,12 @@ TEST(SimMoreEntryPoints, PointerAttributesInBulkAndTheSyncMemopsFlag) {
 }
 
 TEST(SimMoreEntryPoints, ContextEventsCaptureAllWorkAndMakeLaterWorkWait) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUmodule module = nullptr;
     CUfunction spin = nullptr;
-    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kPtx), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuModuleLoadData(&module, kEntryPtx), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuModuleGetFunction(&spin, module, "fgpu_spin"), CUDA_SUCCESS);
     CUevent all_work = nullptr;
     FGPU_REQUIRE_CU(cuEventCreate(&all_work, 0), CUDA_SUCCESS);
@@ -487,7 +487,7 @@ TEST(SimMoreEntryPoints, ContextEventsCaptureAllWorkAndMakeLaterWorkWait) {
 }
 
 TEST(SimMoreEntryPoints, PrefetchesOfManagedMemoryAreValidatedAndMoveNothing) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunEntrySim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
     CUdeviceptr managed = 0, plain = 0;

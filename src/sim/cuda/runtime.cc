@@ -270,6 +270,12 @@ Context* Runtime::LookupContext(CUcontext handle) const {
   return HandleRegistry::Get().Lookup<Context>(handle, Kind::kContext);
 }
 
+CUresult Runtime::ContextOrCurrent(CUcontext handle, Context** out) const {
+  if (handle == nullptr) return CurrentContext(out);
+  *out = LookupContext(handle);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 void Runtime::SetCurrent(Context* ctx) {
   if (ctx == nullptr) {
     if (!t_context_stack.empty()) t_context_stack.pop_back();

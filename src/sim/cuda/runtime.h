@@ -64,12 +64,15 @@ class Runtime {
   CUresult ResetPrimary(int device);
   CUresult PrimaryState(int device, unsigned* flags, int* active);
   CUresult SetPrimaryFlags(int device, unsigned flags);
-  // The calling thread's current context, or CUDA_ERROR_INVALID_CONTEXT if none.
   // The context bound to the calling thread, unchecked (null when none): what cuCtxGetCurrent
   // reports — a thread-local read, as in the real driver, which does not validate it either.
   Context* BoundContext() const;
+  // The calling thread's current context, or CUDA_ERROR_INVALID_CONTEXT if none.
   CUresult CurrentContext(Context** out) const;
   Context* LookupContext(CUcontext handle) const;
+  // A context argument: `handle`, or the current context when it is NULL, as the calls that
+  // take one read it.
+  CUresult ContextOrCurrent(CUcontext handle, Context** out) const;
   // Current-context stack of the calling thread.
   void SetCurrent(Context* ctx);
   void PushCurrent(Context* ctx);
@@ -118,6 +121,9 @@ class Runtime {
   std::vector<PrimarySlot> primaries_;
   unsigned long long next_context_id_ = 1;
 };
+
+// The first check of most entry points: has this process called cuInit?
+inline CUresult Ready() { return Runtime::Get().RequireInit(); }
 
 // Hooks implemented by the memory side (api_memory*.cc): release every allocation,
 // array, pool and VMM handle owned by a context that is being destroyed or reset.

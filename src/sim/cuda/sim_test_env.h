@@ -11,12 +11,11 @@
 #include <string>
 
 #include "core/abi/cuda_api.h"
+#include "core/units.h"
 #include "sim/cuda/child_process.h"
 #include "sim/state/shared_devices.h"
 
 namespace fgpu::sim::testing {
-
-inline constexpr uint64_t kMiB = 1ull << 20;
 
 // Writes `json` to a temp file, points FGPU_SIM_CONFIG at it and gives this process a
 // private FGPU_SIM_SEGMENT. Call before cuInit. Returns the segment name.

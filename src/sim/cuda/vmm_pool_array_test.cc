@@ -16,13 +16,13 @@
 namespace fgpu::sim::testing {
 namespace {
 
-constexpr uint64_t kGranule = 2 * kMiB;
-constexpr const char* kConfig = R"({
+constexpr uint64_t kVmmGranule = 2 * kMiB;
+constexpr const char* kVmmConfig = R"({
   "devices": [{"count": 2, "memory": "4GiB", "granularity": "2MiB", "context_overhead": "300MiB"}]
 })";
 
-std::string RunSim(const std::function<std::string()>& body) {
-  return RunWithConfig(kConfig, "vmm-pool-test", body);
+std::string RunVmmSim(const std::function<std::string()>& body) {
+  return RunWithConfig(kVmmConfig, "vmm-pool-test", body);
 }
 
 CUmemAllocationProp DeviceProp(int device = 0, unsigned handle_types = 0) {
@@ -46,7 +46,7 @@ CUresult GrantReadWrite(CUdeviceptr ptr, size_t size, int device = 0) {
 
 TEST(SimVmm, ChargeFollowsHandleAndMappingsAndDataIsShared) {
   EXPECT_EQ(
-      RunSim([] {
+      RunVmmSim([] {
         PrimaryContext ctx;
         FGPU_REQUIRE(ctx.ok());
         const CUmemAllocationProp prop = DeviceProp();
@@ -54,7 +54,7 @@ TEST(SimVmm, ChargeFollowsHandleAndMappingsAndDataIsShared) {
         FGPU_REQUIRE_CU(
             cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
             CUDA_SUCCESS);
-        FGPU_REQUIRE(granularity == kGranule);
+        FGPU_REQUIRE(granularity == kVmmGranule);
         const uint64_t start = FreeBytes();
         CUmemGenericAllocationHandle handle = 0;
         FGPU_REQUIRE_CU(cuMemCreate(&handle, 3 * kMiB, &prop, 0),
@@ -63,7 +63,7 @@ TEST(SimVmm, ChargeFollowsHandleAndMappingsAndDataIsShared) {
         FGPU_REQUIRE(FreeBytes() == start - 4 * kMiB);  // charged at creation
         CUdeviceptr va = 0;
         FGPU_REQUIRE_CU(cuMemAddressReserve(&va, 16 * kMiB, 0, 0, 0), CUDA_SUCCESS);
-        FGPU_REQUIRE(va % kGranule == 0 && FreeBytes() == start - 4 * kMiB);  // address space is free
+        FGPU_REQUIRE(va % kVmmGranule == 0 && FreeBytes() == start - 4 * kMiB);  // address space is free
         FGPU_REQUIRE_CU(cuMemMap(va, 4 * kMiB, 0, handle, 0), CUDA_SUCCESS);
         FGPU_REQUIRE_CU(cuMemMap(va + 8 * kMiB, 4 * kMiB, 0, handle, 0), CUDA_SUCCESS);  // a second view
         const char text[] = "shared through the memfd";
@@ -100,7 +100,7 @@ TEST(SimVmm, ChargeFollowsHandleAndMappingsAndDataIsShared) {
 
 TEST(SimVmm, MappingRulesAndAccess) {
   EXPECT_EQ(
-      RunSim([] {
+      RunVmmSim([] {
         PrimaryContext ctx;
         FGPU_REQUIRE(ctx.ok());
         const CUmemAllocationProp prop = DeviceProp();
@@ -165,20 +165,20 @@ TEST(SimVmm, MappingRulesAndAccess) {
 }
 
 TEST(SimVmm, PropertiesHostMemoryAndShareableHandles) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunVmmSim([] {
               PrimaryContext ctx;
               FGPU_REQUIRE(ctx.ok());
               const uint64_t start = FreeBytes();
               CUmemGenericAllocationHandle handle = 0;
               CUmemAllocationProp prop = DeviceProp(5);
-              FGPU_REQUIRE_CU(cuMemCreate(&handle, kGranule, &prop, 0), CUDA_ERROR_INVALID_DEVICE);
+              FGPU_REQUIRE_CU(cuMemCreate(&handle, kVmmGranule, &prop, 0), CUDA_ERROR_INVALID_DEVICE);
               prop = DeviceProp();
-              FGPU_REQUIRE_CU(cuMemCreate(&handle, kGranule, &prop, 1), CUDA_ERROR_INVALID_VALUE);
-              FGPU_REQUIRE_CU(cuMemCreate(nullptr, kGranule, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+              FGPU_REQUIRE_CU(cuMemCreate(&handle, kVmmGranule, &prop, 1), CUDA_ERROR_INVALID_VALUE);
+              FGPU_REQUIRE_CU(cuMemCreate(nullptr, kVmmGranule, &prop, 0), CUDA_ERROR_INVALID_VALUE);
               FGPU_REQUIRE_CU(cuMemCreate(&handle, 0, &prop, 0), CUDA_ERROR_INVALID_VALUE);
               FGPU_REQUIRE_CU(cuMemGetAllocationGranularity(nullptr, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
                               CUDA_ERROR_INVALID_VALUE);
-              FGPU_REQUIRE_CU(cuMemCreate(&handle, 64 * kGranule, &prop, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemCreate(&handle, 64 * kVmmGranule, &prop, 0), CUDA_SUCCESS);
               int fd = -1;
               FGPU_REQUIRE_CU(
                   cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
@@ -186,14 +186,14 @@ TEST(SimVmm, PropertiesHostMemoryAndShareableHandles) {
               FGPU_REQUIRE_CU(cuMemRelease(handle), CUDA_SUCCESS);
               // Host memory is not device memory: not charged.
               prop.location = {CU_MEM_LOCATION_TYPE_HOST, 0};
-              FGPU_REQUIRE_CU(cuMemCreate(&handle, 64 * kGranule, &prop, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemCreate(&handle, 64 * kVmmGranule, &prop, 0), CUDA_SUCCESS);
               FGPU_REQUIRE(FreeBytes() == start);
               FGPU_REQUIRE_CU(cuMemRelease(handle), CUDA_SUCCESS);
               prop.location = {CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT, 0};
-              FGPU_REQUIRE_CU(cuMemCreate(&handle, kGranule, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+              FGPU_REQUIRE_CU(cuMemCreate(&handle, kVmmGranule, &prop, 0), CUDA_ERROR_INVALID_VALUE);
               // Export as a file descriptor; the importer's handle maps the same memory, uncharged.
               prop = DeviceProp(1, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-              FGPU_REQUIRE_CU(cuMemCreate(&handle, kGranule, &prop, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemCreate(&handle, kVmmGranule, &prop, 0), CUDA_SUCCESS);
               FGPU_REQUIRE_CU(
                   cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                   CUDA_SUCCESS);
@@ -209,14 +209,14 @@ TEST(SimVmm, PropertiesHostMemoryAndShareableHandles) {
               FGPU_REQUIRE(seen.location.id == 1 &&
                            seen.requestedHandleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
               CUdeviceptr va = 0;
-              FGPU_REQUIRE_CU(cuMemAddressReserve(&va, 2 * kGranule, 0, 0, 0), CUDA_SUCCESS);
-              FGPU_REQUIRE_CU(cuMemMap(va, kGranule, 0, handle, 0), CUDA_SUCCESS);
-              FGPU_REQUIRE_CU(cuMemMap(va + kGranule, kGranule, 0, imported, 0), CUDA_SUCCESS);
-              FGPU_REQUIRE_CU(GrantReadWrite(va, 2 * kGranule, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemAddressReserve(&va, 2 * kVmmGranule, 0, 0, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemMap(va, kVmmGranule, 0, handle, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemMap(va + kVmmGranule, kVmmGranule, 0, imported, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(GrantReadWrite(va, 2 * kVmmGranule, 0), CUDA_SUCCESS);
               const uint32_t value = 0xFEEDBEEF;
               uint32_t back = 0;
               FGPU_REQUIRE_CU(cuMemcpyHtoD_v2(va + 64, &value, 4), CUDA_SUCCESS);
-              FGPU_REQUIRE_CU(cuMemcpyDtoH_v2(&back, va + kGranule + 64, 4), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemcpyDtoH_v2(&back, va + kVmmGranule + 64, 4), CUDA_SUCCESS);
               FGPU_REQUIRE(back == value);
               int not_ours = dup(STDERR_FILENO);
               FGPU_REQUIRE_CU(cuMemImportFromShareableHandle(
@@ -224,10 +224,10 @@ TEST(SimVmm, PropertiesHostMemoryAndShareableHandles) {
                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
                               CUDA_ERROR_INVALID_VALUE);
               close(not_ours);
-              FGPU_REQUIRE_CU(cuMemUnmap(va, 2 * kGranule), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemUnmap(va, 2 * kVmmGranule), CUDA_SUCCESS);
               FGPU_REQUIRE_CU(cuMemRelease(handle), CUDA_SUCCESS);
               FGPU_REQUIRE_CU(cuMemRelease(imported), CUDA_SUCCESS);
-              FGPU_REQUIRE_CU(cuMemAddressFree(va, 2 * kGranule), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemAddressFree(va, 2 * kVmmGranule), CUDA_SUCCESS);
               FGPU_REQUIRE(FreeBytes() == start);
               return std::string();
             }),
@@ -235,7 +235,7 @@ TEST(SimVmm, PropertiesHostMemoryAndShareableHandles) {
 }
 
 TEST(SimVmm, CreateReachesOomWithoutLeaking) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunVmmSim([] {
               PrimaryContext ctx;
               FGPU_REQUIRE(ctx.ok());
               const uint64_t start = FreeBytes();
@@ -261,7 +261,7 @@ uint64_t PoolAttribute(CUmemoryPool pool, CUmemPool_attribute attr) {
 
 TEST(SimPool, GrowsReusesAndTrimsAfterSynchronisation) {
   EXPECT_EQ(
-      RunSim([] {
+      RunVmmSim([] {
         PrimaryContext ctx;
         FGPU_REQUIRE(ctx.ok());
         const uint64_t start = FreeBytes();
@@ -291,8 +291,8 @@ TEST(SimPool, GrowsReusesAndTrimsAfterSynchronisation) {
         FGPU_REQUIRE_CU(cuMemFree_v2(a), CUDA_SUCCESS);  // cuMemFree also returns pool memory to the pool
         FGPU_REQUIRE(PoolAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == kMiB);
         FGPU_REQUIRE_CU(cuStreamSynchronize(stream), CUDA_SUCCESS);  // threshold 0: trim to what is used
-        FGPU_REQUIRE(PoolAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == kGranule);
-        FGPU_REQUIRE(FreeBytes() == start - kGranule);
+        FGPU_REQUIRE(PoolAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == kVmmGranule);
+        FGPU_REQUIRE(FreeBytes() == start - kVmmGranule);
         FGPU_REQUIRE_CU(cuMemFreeAsync(b, stream), CUDA_SUCCESS);
         // A release threshold keeps that much after synchronisation.
         cuuint64_t threshold = 5 * kMiB;
@@ -335,7 +335,7 @@ TEST(SimPool, GrowsReusesAndTrimsAfterSynchronisation) {
 
 TEST(SimPool, CreatedPoolsDestroyAndBadArguments) {
   EXPECT_EQ(
-      RunSim([] {
+      RunVmmSim([] {
         PrimaryContext ctx;
         FGPU_REQUIRE(ctx.ok());
         const uint64_t start = FreeBytes();
@@ -355,7 +355,7 @@ TEST(SimPool, CreatedPoolsDestroyAndBadArguments) {
         FGPU_REQUIRE(from == pool && PoolAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == kMiB);
         // Destroyed with an allocation outstanding: the handle dies now, the memory with the last free.
         FGPU_REQUIRE_CU(cuMemPoolDestroy(pool), CUDA_SUCCESS);
-        FGPU_REQUIRE(FreeBytes() == start - kGranule);
+        FGPU_REQUIRE(FreeBytes() == start - kVmmGranule);
         FGPU_REQUIRE_CU(cuMemPoolDestroy(pool), CUDA_ERROR_INVALID_VALUE);
         FGPU_REQUIRE(PoolAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == ~cuuint64_t{0});
         FGPU_REQUIRE_CU(cuDeviceGetMemPool(&from, 0), CUDA_SUCCESS);
@@ -409,7 +409,7 @@ TEST(SimPool, CreatedPoolsDestroyAndBadArguments) {
 }
 
 TEST(SimPool, ConcurrentStreamOrderedAllocationsBalance) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunVmmSim([] {
               PrimaryContext ctx;
               FGPU_REQUIRE(ctx.ok());
               const uint64_t start = FreeBytes();
@@ -451,7 +451,7 @@ TEST(SimPool, ConcurrentStreamOrderedAllocationsBalance) {
 // --- arrays ------------------------------------------------------------------------------------
 
 TEST(SimArray, ChargesDescriptorsAndBadHandles) {
-  EXPECT_EQ(RunSim([] {
+  EXPECT_EQ(RunVmmSim([] {
               PrimaryContext ctx;
               FGPU_REQUIRE(ctx.ok());
               const uint64_t start = FreeBytes();
@@ -514,7 +514,7 @@ TEST(SimArray, ChargesDescriptorsAndBadHandles) {
 
 TEST(SimArray, MipmappedArraysChargeAllLevels) {
   EXPECT_EQ(
-      RunSim([] {
+      RunVmmSim([] {
         PrimaryContext ctx;
         FGPU_REQUIRE(ctx.ok());
         const uint64_t start = FreeBytes();
@@ -527,7 +527,7 @@ TEST(SimArray, MipmappedArraysChargeAllLevels) {
         FGPU_REQUIRE_CU(cuMipmappedArrayCreate(&mipmap, &desc, 13), CUDA_ERROR_INVALID_VALUE);  // 12 at most
         FGPU_REQUIRE_CU(cuMipmappedArrayCreate(&mipmap, &desc, 0), CUDA_ERROR_INVALID_VALUE);
         FGPU_REQUIRE_CU(cuMipmappedArrayCreate(&mipmap, &desc, 12), CUDA_SUCCESS);
-        FGPU_REQUIRE(FreeBytes() == start - (bytes + kGranule - 1) / kGranule * kGranule);
+        FGPU_REQUIRE(FreeBytes() == start - (bytes + kVmmGranule - 1) / kVmmGranule * kVmmGranule);
         CUarray level = nullptr;
         FGPU_REQUIRE_CU(cuMipmappedArrayGetLevel(&level, mipmap, 3), CUDA_SUCCESS);
         CUDA_ARRAY3D_DESCRIPTOR seen{};

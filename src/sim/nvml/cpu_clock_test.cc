@@ -8,7 +8,7 @@
 namespace fgpu::sim::nvml {
 namespace {
 
-constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
 constexpr int64_t kOffset = 1'700'000'000'000'000'000;  // a realistic REALTIME - MONOTONIC
 
 TEST(CpuClockTest, ConvertsAndRoundsUpToMicroseconds) {
@@ -29,10 +29,10 @@ TEST(CpuClockTest, ATimestampHandedBackExcludesItsOwnInstant) {
 
 TEST(CpuClockTest, Saturates) {
   EXPECT_EQ(CpuMicrosToMonotonicNs(0, kOffset), 0u) << "before the monotonic epoch";
-  EXPECT_EQ(CpuMicrosToMonotonicNs(kMax, kOffset), kMax);
-  EXPECT_EQ(CpuMicrosToMonotonicNs(kMax / 1000, -1), kMax / 1000 * 1000 + 1);
+  EXPECT_EQ(CpuMicrosToMonotonicNs(kMaxU64, kOffset), kMaxU64);
+  EXPECT_EQ(CpuMicrosToMonotonicNs(kMaxU64 / 1000, -1), kMaxU64 / 1000 * 1000 + 1);
   EXPECT_EQ(CpuMicrosToMonotonicNs(10, std::numeric_limits<int64_t>::min()), 10'000 + (uint64_t{1} << 63));
-  EXPECT_EQ(MonotonicNsToCpuMicros(kMax, kOffset), kMax / 1000 + 1);
+  EXPECT_EQ(MonotonicNsToCpuMicros(kMaxU64, kOffset), kMaxU64 / 1000 + 1);
   EXPECT_EQ(MonotonicNsToCpuMicros(10, -1'000'000), 0u);
   EXPECT_EQ(MonotonicNsToCpuMicros(10, std::numeric_limits<int64_t>::min()), 0u);
 }

@@ -8,12 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "sim/state/shared_devices.h"
 
 namespace fgpu::sim {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 SimConfig ParseOk(const std::string& json) {
   Result<SimConfig> config = ParseSimConfig(json);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "sim/state/process_identity.h"
 #include "sim/state/segment_layout.h"
 #include "sim/state/shared_devices.h"
@@ -23,8 +24,6 @@ using testing::ForkChild;
 using testing::ScopedSegment;
 using testing::SmallConfig;
 using testing::WaitChild;
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 std::unique_ptr<SharedDevices> AttachOrDie(const SimConfig& config, const std::string& name) {
   auto devices = SharedDevices::Attach(config, name);

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 
+#include "sim/state/fnv1a.h"
 #include "sim/state/shared_devices.h"
 #include "sim/state/shared_devices_impl.h"
 
@@ -98,21 +99,18 @@ int ComputeInstanceSms(const mig::ModelInfo& model, const mig::Profile& gi, int 
 
 namespace {
 
-// FNV-1a: a stable digest, identical in every process and build.
-uint64_t Fnv1a(std::string_view text, uint64_t hash) {
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
+uint64_t Digest(std::string_view text, uint64_t seed) {
+  Fnv1a hash(seed);
+  hash.Add(text.data(), text.size());
+  return hash.value();
 }
 
 }  // namespace
 
 std::string MigUuid(std::string_view parent_uuid, uint32_t gi_id, uint32_t ci_id) {
   const std::string key = std::string(parent_uuid) + "/" + std::to_string(gi_id) + "/" + std::to_string(ci_id);
-  const uint64_t high = Fnv1a(key, 0xcbf29ce484222325ull);
-  const uint64_t low = Fnv1a(key, high ^ 0x9e3779b97f4a7c15ull);
+  const uint64_t high = Digest(key, Fnv1a::kOffsetBasis);
+  const uint64_t low = Digest(key, high ^ 0x9e3779b97f4a7c15ull);
   char buffer[48];
   std::snprintf(buffer, sizeof(buffer), "MIG-%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(high >> 32),
                 static_cast<unsigned>((high >> 16) & 0xffff), static_cast<unsigned>(high & 0xffff),

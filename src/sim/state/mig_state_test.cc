@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/units.h"
 #include "sim/state/mig_state.h"
 #include "sim/state/shared_devices.h"
 #include "sim/state/test_support.h"
@@ -17,7 +18,6 @@ using testing::ScopedSegment;
 using testing::SmallConfig;
 using testing::WaitChild;
 
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint32_t k3g = 9, k2g = 14, k1g = 19, k7g = 0;
 
 std::unique_ptr<SharedDevices> AttachH100(const std::string& name) {

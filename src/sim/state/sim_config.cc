@@ -1,37 +1,10 @@
 // DefaultSimConfig, ValidateSimConfig and ConfigFingerprint (the JSON reader is in
 // config_json.cc).
 #include "sim/state/config_rules.h"
+#include "sim/state/fnv1a.h"
 #include "sim/state/shared_devices.h"
 
 namespace fgpu::sim {
-namespace {
-
-// FNV-1a: stable across builds, compilers and hosts, unlike std::hash.
-class Fnv1a {
- public:
-  void Add(const void* data, size_t size) {
-    const auto* bytes = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < size; ++i) {
-      hash_ ^= bytes[i];
-      hash_ *= 0x100000001b3ull;
-    }
-  }
-  void AddU64(uint64_t v) {
-    unsigned char bytes[8];
-    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(v >> (8 * i));  // fixed byte order
-    Add(bytes, sizeof(bytes));
-  }
-  void AddString(const std::string& s) {
-    AddU64(s.size());  // length prefix: ("ab","c") and ("a","bc") differ
-    Add(s.data(), s.size());
-  }
-  uint64_t value() const { return hash_; }
-
- private:
-  uint64_t hash_ = 0xcbf29ce484222325ull;
-};
-
-}  // namespace
 
 SimConfig DefaultSimConfig() {
   SimConfig config;
