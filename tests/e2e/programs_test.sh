@@ -1,9 +1,10 @@
 # e2e: programs none of us wrote, on the simulated driver, with and without the interposer
-# (docs/sim.md "Programs none of us wrote"). 77 = the program is not installed (scripts/bootstrap
-# installs it) or the simulated driver / interposer is not built.
+# (docs/sim.md "Programs none of us wrote"): numba's CUDA target, and the Rust nvml-wrapper
+# crate's examples. 77 = the program is not installed (scripts/bootstrap installs it) or the
+# simulated driver / interposer is not built.
 . "$(dirname "$0")/lib.sh"
-# Under the sanitizer build the simulated driver brings ASan into python: LLVM's (llvmlite's)
-# own leaks at exit are not ours to report.
+# Under the sanitizer build the simulated driver brings ASan into python (and Rust programs):
+# LLVM's (llvmlite's) own leaks at exit are not ours to report.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-verify_asan_link_order=0}:detect_leaks=0
 GIB=1073741824
 PROGRAMS=$(cd "$(dirname "$0")/../programs" && pwd)
@@ -57,6 +58,136 @@ case_numba_in_a_slice() {
   expect_status 0
   expect_out_contains "\"total\": $((4 * GIB))"
   expect_out_contains '"step": "out_of_memory", "ok": true'
+}
+
+# The Rust nvml-wrapper crate's examples (Debian's librust-nvml-wrapper-dev 0.9.0), unchanged,
+# built by case nvml_wrapper_build (the fixture the other nvml_wrapper cases require) with
+# Debian's cargo and rustc, offline, into the build tree, where reruns find them built.
+CARGO_REGISTRY=/usr/share/cargo/registry
+NVML_WRAPPER_DIR=${FGPU_PROGRAMS_BUILD_DIR:-$FGPU_BIN_DIR/../programs}/nvml_wrapper
+NVML_WRAPPER_EXAMPLES=$NVML_WRAPPER_DIR/target/debug/examples
+
+require_nvml_wrapper_toolchain() {
+  [ -f "$FGPU_BUILD_SIM_LIBDIR/libnvidia-ml.so.1" ] || skip "the simulated NVML is not built"
+  # A ThreadSanitizer runtime cannot come in by dlopen, nor by a preloaded interposer.
+  if ldd "$FGPU_BUILD_SIM_LIBDIR/libnvidia-ml.so.1" | grep -q libtsan; then
+    skip "a ThreadSanitizer build: its runtime cannot be loaded into a program built without it"
+  fi
+  { [ -x /usr/bin/cargo ] && [ -x /usr/bin/rustc ]; } || skip "Debian's cargo and rustc are not installed"
+  [ -d "$CARGO_REGISTRY/nvml-wrapper-0.9.0" ] || skip "librust-nvml-wrapper-dev (0.9.0) is not installed"
+  set -- "$CARGO_REGISTRY"/pretty-bytes-0.2.*
+  [ -d "$1" ] || skip "librust-pretty-bytes-dev is not installed"
+}
+
+require_nvml_wrapper_examples() {
+  require_nvml_wrapper_toolchain
+  [ -x "$NVML_WRAPPER_EXAMPLES/basic_usage" ] && [ -x "$NVML_WRAPPER_EXAMPLES/event_loop" ] ||
+    fail "the nvml-wrapper examples are not built in $NVML_WRAPPER_DIR (case nvml_wrapper_build)"
+}
+
+# An ASan-built interposer preloaded into a program built without ASan that names
+# ld-linux-x86-64.so.2 among its own libraries (Rust programs do; python does not) crashes
+# before main: ld.so then precedes libasan in the global search order, so ASan's start-up
+# lookup dlsym(RTLD_NEXT, "_dl_get_tls_static_info") from libasan finds nothing and it calls
+# NULL. Preloading the ASan runtime puts it ahead of ld.so (fgpu run puts libfgpu.so first).
+preload_the_interposers_asan_runtime() {
+  [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
+  asan=$(ldd "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" | awk '/libasan/ { print $3 }')
+  if [ -n "$asan" ]; then
+    export LD_PRELOAD="$asan${LD_PRELOAD:+:$LD_PRELOAD}"
+  fi
+}
+
+# An A100 80GB: nvml-wrapper 0.9.0 knows the architectures up to Ampere.
+write_a100_config() {
+  printf '{"devices": [{"name": "NVIDIA A100-SXM4-80GB", "memory": "81920MiB", "sm_count": 108, "compute_capability": "8.0"}]}\n' >"$1"
+}
+
+# run_fgpu_for SECONDS ARGS...: run_fgpu, stopped after SECONDS (status 124 if it was still running).
+run_fgpu_for() {
+  seconds=$1
+  shift
+  STATUS=0
+  timeout -k 5 "$seconds" "$FGPU" "$@" >"$SCRATCH/stdout" 2>"$SCRATCH/stderr" || STATUS=$?
+  OUT=$(cat "$SCRATCH/stdout")
+  ERR=$(cat "$SCRATCH/stderr")
+}
+
+case_nvml_wrapper_build() {
+  require_nvml_wrapper_toolchain
+  mkdir -p "$NVML_WRAPPER_DIR/cargo-home" || fail "cannot create $NVML_WRAPPER_DIR"
+  # Copied only when changed, so that cargo finds the previous build fresh.
+  for file in Cargo.toml:Cargo.toml cargo-config.toml:cargo-home/config.toml; do
+    from="$PROGRAMS/nvml_wrapper/${file%%:*}"
+    to="$NVML_WRAPPER_DIR/${file#*:}"
+    cmp -s "$from" "$to" || cp "$from" "$to" || fail "cannot copy $from to $to"
+  done
+  # Debian's toolchain, whatever else (rustup) is first on PATH; its own home, not ~/.cargo.
+  STATUS=0
+  (cd "$NVML_WRAPPER_DIR" && CARGO_HOME="$NVML_WRAPPER_DIR/cargo-home" RUSTC=/usr/bin/rustc \
+     CARGO_TARGET_DIR="$NVML_WRAPPER_DIR/target" /usr/bin/cargo build --offline --examples) \
+    >"$SCRATCH/stdout" 2>"$SCRATCH/stderr" || STATUS=$?
+  OUT=$(cat "$SCRATCH/stdout")
+  ERR=$(cat "$SCRATCH/stderr")
+  expect_status 0
+  [ -x "$NVML_WRAPPER_EXAMPLES/basic_usage" ] || fail "cargo built no basic_usage: $ERR"
+  [ -x "$NVML_WRAPPER_EXAMPLES/event_loop" ] || fail "cargo built no event_loop: $ERR"
+}
+
+# basic_usage on a simulated A100: name, architecture, cores, temperature, memory, clocks, PCIe
+# link, multi-GPU board and the CUDA version, all through the simulated NVML.
+case_nvml_wrapper_basic_usage_on_the_simulator() {
+  require_nvml_wrapper_examples
+  write_a100_config "$SCRATCH/gpu.json"
+  run_fgpu sim run --config "$SCRATCH/gpu.json" --segment "/fgpu-e2e-nvml-wrapper-$$" -- \
+    "$NVML_WRAPPER_EXAMPLES/basic_usage"
+  expect_status 0
+  expect_out_contains 'Your NVIDIA A100-SXM4-80GB (architecture: Ampere, CUDA cores: 6912) is currently sitting at 30 °C'
+  expect_out_contains 'with a graphics clock of 1410 MHz and a memory clock of 1593 MHz'
+  expect_out_contains 'Memory usage is 0 B out of an available 85.9 GB'
+  expect_out_contains 'connected via a PCIe gen 4 x16 interface; the max your hardware supports is PCIe gen 4 x16'
+  expect_out_contains 'This device is not on a multi-GPU board.'
+  expect_out_contains 'System CUDA version: 13.0'
+}
+
+# Under fgpu run --memory 4GiB the example sees the slice: 4 GiB (pretty-bytes prints 4.29 GB).
+case_nvml_wrapper_basic_usage_in_a_slice() {
+  require_nvml_wrapper_examples
+  preload_the_interposers_asan_runtime
+  write_a100_config "$SCRATCH/gpu.json"
+  run_fgpu sim run --config "$SCRATCH/gpu.json" --segment "/fgpu-e2e-nvml-wrapper-slice-$$" -- \
+    "$FGPU" run --memory 4GiB -- "$NVML_WRAPPER_EXAMPLES/basic_usage"
+  expect_status 0
+  expect_out_contains 'Memory usage is 0 B out of an available 4.29 GB'
+  expect_out_contains 'Your NVIDIA A100-SXM4-80GB (architecture: Ampere, CUDA cores: 6912)'
+}
+
+# On the default H100 the example stops where it stops on a real H100: nvml-wrapper 0.9.0's
+# DeviceArchitecture ends at Ampere, so NVML_DEVICE_ARCH_HOPPER (9) is an unexpected variant.
+case_nvml_wrapper_basic_usage_meets_hopper() {
+  require_nvml_wrapper_examples
+  run_fgpu sim run --segment "/fgpu-e2e-nvml-wrapper-h100-$$" -- "$NVML_WRAPPER_EXAMPLES/basic_usage"
+  expect_status 1
+  expect_err_contains 'Error: UnexpectedVariant(9)'
+}
+
+# event_loop registers the device's supported events and waits for them until stopped; none
+# ever occurs on the simulator, so after 2 s it is still waiting (a failed registration or
+# wait would have ended it) and has printed nothing.
+case_nvml_wrapper_event_loop_on_the_simulator() {
+  require_nvml_wrapper_examples
+  run_fgpu_for 2 sim run --segment "/fgpu-e2e-nvml-wrapper-events-$$" -- "$NVML_WRAPPER_EXAMPLES/event_loop"
+  expect_status 124
+  expect_out ''
+}
+
+case_nvml_wrapper_event_loop_in_a_slice() {
+  require_nvml_wrapper_examples
+  preload_the_interposers_asan_runtime
+  run_fgpu_for 2 sim run --segment "/fgpu-e2e-nvml-wrapper-events-slice-$$" -- \
+    "$FGPU" run --memory 4GiB -- "$NVML_WRAPPER_EXAMPLES/event_loop"
+  expect_status 124
+  expect_out ''
 }
 
 run_case "$@"

@@ -159,6 +159,38 @@ FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d
 FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
                                                                            nvmlDevice_t* device);
 
+// Clocks (MHz), current and maximum.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                     unsigned int* clock);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                        unsigned int* clock);
+// The PCIe link: current and maximum generation and width.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device,
+                                                                  unsigned int* currLinkGen);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device,
+                                                             unsigned int* currLinkWidth);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device,
+                                                                 unsigned int* maxLinkGen);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* maxLinkWidth);
+// The chip.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int* numCores);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned int* multiGpuBool);
+
+// Events. A set collects the registered events of any devices; a wait returns the next one,
+// or NVML_ERROR_TIMEOUT after timeoutms. v1 and v2 waits differ only in v2 filling the
+// GPU/compute instance ids of nvmlEventData_t.
+FGPU_NVML_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                                       nvmlEventSet_t set);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
+                                                               unsigned long long* eventTypes);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t* data,
+                                               unsigned int timeoutms);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                                  unsigned int timeoutms);
+FGPU_NVML_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

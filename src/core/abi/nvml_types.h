@@ -324,6 +324,49 @@ typedef struct nvmlComputeInstanceInfo_st {
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+// Clocks, architecture and events (what nvml-wrapper's examples call: docs/sim.md).
+
+typedef enum nvmlClockType_enum {
+  NVML_CLOCK_GRAPHICS = 0,
+  NVML_CLOCK_SM = 1,
+  NVML_CLOCK_MEM = 2,
+  NVML_CLOCK_VIDEO = 3,
+  NVML_CLOCK_COUNT
+} nvmlClockType_t;
+
+typedef unsigned int nvmlDeviceArchitecture_t;
+#define NVML_DEVICE_ARCH_KEPLER 2
+#define NVML_DEVICE_ARCH_MAXWELL 3
+#define NVML_DEVICE_ARCH_PASCAL 4
+#define NVML_DEVICE_ARCH_VOLTA 5
+#define NVML_DEVICE_ARCH_TURING 6
+#define NVML_DEVICE_ARCH_AMPERE 7
+#define NVML_DEVICE_ARCH_ADA 8
+#define NVML_DEVICE_ARCH_HOPPER 9
+#define NVML_DEVICE_ARCH_BLACKWELL 10
+#define NVML_DEVICE_ARCH_T23X 11
+#define NVML_DEVICE_ARCH_UNKNOWN 0xffffffff
+
+// Event types (bits of an unsigned long long).
+#define nvmlEventTypeSingleBitEccError 0x0000000000000001LL
+#define nvmlEventTypeDoubleBitEccError 0x0000000000000002LL
+#define nvmlEventTypePState 0x0000000000000004LL
+#define nvmlEventTypeXidCriticalError 0x0000000000000008LL
+#define nvmlEventTypeClock 0x0000000000000010LL
+#define nvmlEventTypePowerSourceChange 0x0000000000000080LL
+#define nvmlEventMigConfigChange 0x0000000000000100LL
+#define nvmlEventTypeNone 0x0000000000000000LL
+
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;      // v2 only
+  unsigned int computeInstanceId;  // v2 only
+} nvmlEventData_t;
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
@@ -432,6 +475,7 @@ FGPU_NVML_ASSERT_(sizeof(nvmlComputeInstanceProfileInfo_v3_t) == 140, "nvmlCompu
 FGPU_NVML_ASSERT_(offsetof(nvmlComputeInstanceProfileInfo_v3_t, capabilities) == 136,
                   "nvmlComputeInstanceProfileInfo_v3_t.capabilities");
 FGPU_NVML_ASSERT_(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t size");
+FGPU_NVML_ASSERT_(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t is 32 bytes on LP64");
 FGPU_NVML_ASSERT_(offsetof(nvmlComputeInstanceInfo_t, id) == 16, "nvmlComputeInstanceInfo_t.id");
 FGPU_NVML_ASSERT_(offsetof(nvmlComputeInstanceInfo_t, placement) == 24, "nvmlComputeInstanceInfo_t.placement");
 

@@ -1,20 +1,27 @@
-// Exported NVML entry points: device enumeration and identity.
+// Exported NVML entry points: device enumeration and identity; the chip and board
+// (board_model.h: architecture, cores, clocks, PCIe link, temperature).
 #include <cctype>
 #include <cstring>
 #include <optional>
 #include <string_view>
 
 #include "core/abi/nvml_api.h"
+#include "sim/nvml/board_model.h"
 #include "sim/nvml/library.h"
 #include "sim/nvml/mig_view.h"
 #include "sim/nvml/pci_info.h"
 
 namespace {
 
+using fgpu::sim::nvml::ArchitectureFor;
+using fgpu::sim::nvml::BoardClocks;
 using fgpu::sim::nvml::CopyOut;
+using fgpu::sim::nvml::CoresPerSm;
 using fgpu::sim::nvml::FillPciInfo;
 using fgpu::sim::nvml::MigDeviceView;
 using fgpu::sim::nvml::ParsePciBusId;
+using fgpu::sim::nvml::ReferenceBoard;
+using fgpu::sim::nvml::TemperatureCelsius;
 using fgpu::sim::nvml::PciAddress;
 using fgpu::sim::nvml::Session;
 using fgpu::sim::nvml::ViewMigDevice;
@@ -28,6 +35,33 @@ bool SameUuid(std::string_view a, std::string_view b) {
     if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
   }
   return true;
+}
+
+// Runs fn(board) for a device whose compute capability has a reference board (board_model.h);
+// NVML_ERROR_NOT_SUPPORTED for one that has none. `out` is checked first.
+template <typename Fn>
+nvmlReturn_t WithBoard(nvmlDevice_t device, const unsigned int* out, Fn&& fn) noexcept {
+  return WithDevice(device, [&](Session& session, int index) {
+    if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const fgpu::sim::DeviceSpec& spec = session.shared().spec(index);
+    const std::optional<BoardClocks> board = ReferenceBoard(spec.cc_major, spec.cc_minor);
+    if (!board) return NVML_ERROR_NOT_SUPPORTED;
+    return fn(*board);
+  });
+}
+
+// Graphics, SM and memory clocks of the board; the simulator has no video engines.
+nvmlReturn_t BoardClock(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
+  return WithBoard(device, clock, [&](const BoardClocks& board) {
+    switch (type) {
+      case NVML_CLOCK_GRAPHICS:
+      case NVML_CLOCK_SM: *clock = board.max_graphics_mhz; return NVML_SUCCESS;
+      case NVML_CLOCK_MEM: *clock = board.max_memory_mhz; return NVML_SUCCESS;
+      case NVML_CLOCK_VIDEO: return NVML_ERROR_NOT_SUPPORTED;
+      case NVML_CLOCK_COUNT: break;
+    }
+    return NVML_ERROR_INVALID_ARGUMENT;
+  });
 }
 
 }  // namespace
@@ -145,12 +179,15 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
   });
 }
 
-// No thermal or power model: the answer real boards without the sensor give.
+// The GPU sensor follows the device's utilization (board_model.h); there is no power model,
+// the answer of boards without a power sensor.
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                       unsigned int* temp) {
-  return WithDevice(device, [&](Session&, int) {
+  return WithDevice(device, [&](Session& session, int index) {
     if (temp == nullptr || sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
-    return NVML_ERROR_NOT_SUPPORTED;
+    *temp = TemperatureCelsius(
+        session.shared().UtilizationPercent(index, session.shared().config().utilization_period_ns));
+    return NVML_SUCCESS;
   });
 }
 
@@ -158,6 +195,74 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
   return WithDevice(device, [&](Session&, int) {
     if (power == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     return NVML_ERROR_NOT_SUPPORTED;
+  });
+}
+
+// No power management: the clocks are always the board's maximum.
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
+  return BoardClock(device, type, clock);
+}
+
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
+  return BoardClock(device, type, clock);
+}
+
+// Nor link power saving: the link runs at its maximum generation and width.
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int* currLinkGen) {
+  return WithBoard(device, currLinkGen, [&](const BoardClocks& board) {
+    *currLinkGen = board.pcie_generation;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int* currLinkWidth) {
+  return WithBoard(device, currLinkWidth, [&](const BoardClocks& board) {
+    *currLinkWidth = board.pcie_width;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* maxLinkGen) {
+  return WithBoard(device, maxLinkGen, [&](const BoardClocks& board) {
+    *maxLinkGen = board.pcie_generation;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* maxLinkWidth) {
+  return WithBoard(device, maxLinkWidth, [&](const BoardClocks& board) {
+    *maxLinkWidth = board.pcie_width;
+    return NVML_SUCCESS;
+  });
+}
+
+// SMs times the FP32 cores per SM of the compute capability.
+nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int* numCores) {
+  return WithDevice(device, [&](Session& session, int index) {
+    if (numCores == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const fgpu::sim::DeviceSpec& spec = session.shared().spec(index);
+    const unsigned int per_sm = CoresPerSm(spec.cc_major, spec.cc_minor);
+    if (per_sm == 0) return NVML_ERROR_NOT_SUPPORTED;
+    *numCores = per_sm * static_cast<unsigned int>(spec.sm_count);
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch) {
+  return WithDevice(device, [&](Session& session, int index) {
+    if (arch == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const fgpu::sim::DeviceSpec& spec = session.shared().spec(index);
+    *arch = ArchitectureFor(spec.cc_major, spec.cc_minor);
+    return NVML_SUCCESS;
+  });
+}
+
+// Every simulated device is a board of its own.
+nvmlReturn_t nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned int* multiGpuBool) {
+  return WithDevice(device, [&](Session&, int) {
+    if (multiGpuBool == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *multiGpuBool = 0;
+    return NVML_SUCCESS;
   });
 }
 

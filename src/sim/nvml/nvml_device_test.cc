@@ -1,10 +1,13 @@
-// Device enumeration, identity, buffers and handle validation.
+// Device enumeration, identity, the chip and board, events, buffers and handle validation.
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "sim/nvml/board_model.h"
+#include "core/abi/nvml_api.h"
 #include "sim/nvml/nvml_test_env.h"
 
 namespace fgpu::sim::nvml {
@@ -154,9 +157,144 @@ TEST_F(DeviceTest, ComputeCapabilityMigAndSensors) {
   EXPECT_EQ(nvmlDeviceGetMigMode(Device(1), nullptr, &pending), NVML_ERROR_INVALID_ARGUMENT);
 
   unsigned int value = 0;
-  EXPECT_EQ(nvmlDeviceGetTemperature(Device(0), NVML_TEMPERATURE_GPU, &value), NVML_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(nvmlDeviceGetTemperature(Device(0), NVML_TEMPERATURE_GPU, &value), NVML_SUCCESS);
+  EXPECT_EQ(value, kIdleCelsius) << "an idle device";
+  EXPECT_EQ(nvmlDeviceGetTemperature(Device(0), NVML_TEMPERATURE_GPU, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlDeviceGetTemperature(Device(0), NVML_TEMPERATURE_COUNT, &value), NVML_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(nvmlDeviceGetPowerUsage(Device(0), &value), NVML_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(nvmlDeviceGetPowerUsage(Device(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+// Architecture, cores, clocks and PCIe link of an A100 (8.0) and an H100 (9.0).
+TEST_F(DeviceTest, ChipAndBoard) {
+  struct Expected {
+    unsigned int device;
+    nvmlDeviceArchitecture_t architecture;
+    unsigned int cores;
+    unsigned int graphics_mhz;
+    unsigned int memory_mhz;
+    unsigned int pcie_generation;
+  };
+  for (const Expected& e : {Expected{0, NVML_DEVICE_ARCH_AMPERE, 64 * 132, 1410, 1593, 4},
+                            Expected{2, NVML_DEVICE_ARCH_HOPPER, 128 * 132, 1980, 2619, 5}}) {
+    SCOPED_TRACE(e.device);
+    nvmlDeviceArchitecture_t architecture = 0;
+    ASSERT_EQ(nvmlDeviceGetArchitecture(Device(e.device), &architecture), NVML_SUCCESS);
+    EXPECT_EQ(architecture, e.architecture);
+    unsigned int value = 0;
+    ASSERT_EQ(nvmlDeviceGetNumGpuCores(Device(e.device), &value), NVML_SUCCESS);
+    EXPECT_EQ(value, e.cores);
+    for (auto get : {nvmlDeviceGetClockInfo, nvmlDeviceGetMaxClockInfo}) {
+      ASSERT_EQ(get(Device(e.device), NVML_CLOCK_GRAPHICS, &value), NVML_SUCCESS);
+      EXPECT_EQ(value, e.graphics_mhz);
+      ASSERT_EQ(get(Device(e.device), NVML_CLOCK_SM, &value), NVML_SUCCESS);
+      EXPECT_EQ(value, e.graphics_mhz);
+      ASSERT_EQ(get(Device(e.device), NVML_CLOCK_MEM, &value), NVML_SUCCESS);
+      EXPECT_EQ(value, e.memory_mhz);
+      EXPECT_EQ(get(Device(e.device), NVML_CLOCK_VIDEO, &value), NVML_ERROR_NOT_SUPPORTED) << "no video engines";
+      EXPECT_EQ(get(Device(e.device), NVML_CLOCK_COUNT, &value), NVML_ERROR_INVALID_ARGUMENT);
+      EXPECT_EQ(get(Device(e.device), NVML_CLOCK_GRAPHICS, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+    }
+    for (auto get : {nvmlDeviceGetCurrPcieLinkGeneration, nvmlDeviceGetMaxPcieLinkGeneration}) {
+      ASSERT_EQ(get(Device(e.device), &value), NVML_SUCCESS);
+      EXPECT_EQ(value, e.pcie_generation);
+      EXPECT_EQ(get(Device(e.device), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+    }
+    for (auto get : {nvmlDeviceGetCurrPcieLinkWidth, nvmlDeviceGetMaxPcieLinkWidth}) {
+      ASSERT_EQ(get(Device(e.device), &value), NVML_SUCCESS);
+      EXPECT_EQ(value, 16u);
+      EXPECT_EQ(get(Device(e.device), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+    }
+    value = 7;
+    ASSERT_EQ(nvmlDeviceGetMultiGpuBoard(Device(e.device), &value), NVML_SUCCESS);
+    EXPECT_EQ(value, 0u);
+    EXPECT_EQ(nvmlDeviceGetArchitecture(Device(e.device), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(nvmlDeviceGetNumGpuCores(Device(e.device), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(nvmlDeviceGetMultiGpuBoard(Device(e.device), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  }
+}
+
+// A capability without a reference board has an architecture and cores, but no clocks or link.
+TEST_F(NvmlTest, CapabilityWithoutAReferenceBoard) {
+  UseConfig(R"({"devices": [{"name": "NVIDIA A10", "sm_count": 72, "compute_capability": "8.6"},
+                            {"name": "Some GPU", "compute_capability": "4.0"}]})");
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  nvmlDeviceArchitecture_t architecture = 0;
+  ASSERT_EQ(nvmlDeviceGetArchitecture(Device(0), &architecture), NVML_SUCCESS);
+  EXPECT_EQ(architecture, static_cast<nvmlDeviceArchitecture_t>(NVML_DEVICE_ARCH_AMPERE));
+  unsigned int value = 0;
+  ASSERT_EQ(nvmlDeviceGetNumGpuCores(Device(0), &value), NVML_SUCCESS);
+  EXPECT_EQ(value, 128u * 72u);
+  EXPECT_EQ(nvmlDeviceGetClockInfo(Device(0), NVML_CLOCK_GRAPHICS, &value), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceGetMaxPcieLinkGeneration(Device(0), &value), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceGetCurrPcieLinkWidth(Device(0), &value), NVML_ERROR_NOT_SUPPORTED);
+
+  ASSERT_EQ(nvmlDeviceGetArchitecture(Device(1), &architecture), NVML_SUCCESS);
+  EXPECT_EQ(architecture, static_cast<nvmlDeviceArchitecture_t>(NVML_DEVICE_ARCH_UNKNOWN));
+  EXPECT_EQ(nvmlDeviceGetNumGpuCores(Device(1), &value), NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST(BoardModelTest, ArchitectureAndCoresFollowTheComputeCapability) {
+  static_assert(ArchitectureFor(7, 0) == NVML_DEVICE_ARCH_VOLTA);
+  static_assert(ArchitectureFor(7, 5) == NVML_DEVICE_ARCH_TURING);
+  static_assert(ArchitectureFor(8, 0) == NVML_DEVICE_ARCH_AMPERE);
+  static_assert(ArchitectureFor(8, 6) == NVML_DEVICE_ARCH_AMPERE);
+  static_assert(ArchitectureFor(8, 7) == NVML_DEVICE_ARCH_T23X);
+  static_assert(ArchitectureFor(8, 9) == NVML_DEVICE_ARCH_ADA);
+  static_assert(ArchitectureFor(9, 0) == NVML_DEVICE_ARCH_HOPPER);
+  static_assert(ArchitectureFor(10, 0) == NVML_DEVICE_ARCH_BLACKWELL);
+  static_assert(ArchitectureFor(12, 0) == NVML_DEVICE_ARCH_BLACKWELL);
+  static_assert(ArchitectureFor(1, 0) == NVML_DEVICE_ARCH_UNKNOWN);
+  static_assert(CoresPerSm(6, 0) == 64 && CoresPerSm(6, 1) == 128);
+  static_assert(CoresPerSm(8, 0) == 64 && CoresPerSm(8, 6) == 128 && CoresPerSm(9, 0) == 128);
+  static_assert(CoresPerSm(2, 0) == 0);
+  static_assert(TemperatureCelsius(0) == kIdleCelsius && TemperatureCelsius(100) == kBusyCelsius);
+  static_assert(TemperatureCelsius(250) == kBusyCelsius, "utilization past 100% is clamped");
+  EXPECT_FALSE(ReferenceBoard(8, 6).has_value());
+  EXPECT_EQ(ReferenceBoard(7, 0)->max_graphics_mhz, 1530u);
+}
+
+// Events: sets, registration, and waits that time out (nothing ever happens on the simulator).
+TEST_F(DeviceTest, EventSetsRegisterAndTimeOut) {
+  unsigned long long supported = 0;
+  ASSERT_EQ(nvmlDeviceGetSupportedEventTypes(Device(0), &supported), NVML_SUCCESS);
+  EXPECT_EQ(supported, static_cast<unsigned long long>(nvmlEventTypeSingleBitEccError |
+                                                        nvmlEventTypeDoubleBitEccError | nvmlEventTypePState |
+                                                        nvmlEventTypeXidCriticalError | nvmlEventTypeClock));
+  EXPECT_EQ(nvmlDeviceGetSupportedEventTypes(Device(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
+
+  nvmlEventSet_t set = nullptr;
+  ASSERT_EQ(nvmlEventSetCreate(&set), NVML_SUCCESS);
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(nvmlEventSetCreate(nullptr), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlDeviceRegisterEvents(Device(0), supported, set), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceRegisterEvents(Device(1), nvmlEventTypeXidCriticalError, set), NVML_SUCCESS);
+  EXPECT_EQ(nvmlDeviceRegisterEvents(Device(0), nvmlEventTypePowerSourceChange, set), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvmlDeviceRegisterEvents(Device(0), supported, nullptr), NVML_ERROR_INVALID_ARGUMENT);
+
+  nvmlEventData_t data{};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(nvmlEventSetWait_v2(set, &data, 50), NVML_ERROR_TIMEOUT);
+  EXPECT_EQ(nvmlEventSetWait(set, &data, 0), NVML_ERROR_TIMEOUT);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(50)) << "waits its timeout";
+  EXPECT_EQ(nvmlEventSetWait_v2(set, nullptr, 0), NVML_ERROR_INVALID_ARGUMENT);
+
+  nvmlEventSet_t other = nullptr;
+  ASSERT_EQ(nvmlEventSetCreate(&other), NVML_SUCCESS);
+  EXPECT_NE(other, set);
+  EXPECT_EQ(nvmlEventSetFree(set), NVML_SUCCESS);
+  EXPECT_EQ(nvmlEventSetFree(set), NVML_ERROR_INVALID_ARGUMENT) << "a freed set is not dereferenced";
+  EXPECT_EQ(nvmlEventSetWait_v2(set, &data, 0), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlDeviceRegisterEvents(Device(0), supported, set), NVML_ERROR_INVALID_ARGUMENT);
+  int local = 0;
+  EXPECT_EQ(nvmlEventSetFree(reinterpret_cast<nvmlEventSet_t>(&local)), NVML_ERROR_INVALID_ARGUMENT);
+
+  ASSERT_EQ(nvmlShutdown(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlEventSetWait_v2(other, &data, 0), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlEventSetCreate(&set), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlEventSetFree(other), NVML_ERROR_UNINITIALIZED);
+  ASSERT_EQ(nvmlInit_v2(), NVML_SUCCESS);
+  EXPECT_EQ(nvmlEventSetFree(other), NVML_SUCCESS) << "sets outlive a shutdown";
 }
 
 TEST_F(DeviceTest, HandlesWeDidNotReturnAreRejectedWithoutACrash) {
@@ -187,6 +325,15 @@ TEST_F(DeviceTest, HandlesWeDidNotReturnAreRejectedWithoutACrash) {
     EXPECT_EQ(nvmlDeviceGetComputeRunningProcesses_v3(handle, &value, nullptr), NVML_ERROR_INVALID_ARGUMENT)
         << handle;
     EXPECT_EQ(nvmlDeviceGetMigMode(handle, &value, &value), NVML_ERROR_INVALID_ARGUMENT) << handle;
+    EXPECT_EQ(nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU, &value), NVML_ERROR_INVALID_ARGUMENT) << handle;
+    EXPECT_EQ(nvmlDeviceGetClockInfo(handle, NVML_CLOCK_GRAPHICS, &value), NVML_ERROR_INVALID_ARGUMENT) << handle;
+    EXPECT_EQ(nvmlDeviceGetCurrPcieLinkGeneration(handle, &value), NVML_ERROR_INVALID_ARGUMENT) << handle;
+    EXPECT_EQ(nvmlDeviceGetNumGpuCores(handle, &value), NVML_ERROR_INVALID_ARGUMENT) << handle;
+    nvmlDeviceArchitecture_t architecture = 0;
+    EXPECT_EQ(nvmlDeviceGetArchitecture(handle, &architecture), NVML_ERROR_INVALID_ARGUMENT) << handle;
+    EXPECT_EQ(nvmlDeviceGetMultiGpuBoard(handle, &value), NVML_ERROR_INVALID_ARGUMENT) << handle;
+    unsigned long long types = 0;
+    EXPECT_EQ(nvmlDeviceGetSupportedEventTypes(handle, &types), NVML_ERROR_INVALID_ARGUMENT) << handle;
   }
 }
 

@@ -267,7 +267,11 @@ TEST(ExportsTest, EveryEntryPointIsExportedUnderItsOwnName) {
       "nvmlDeviceGetMPSComputeRunningProcesses_v2", "nvmlDeviceGetMPSComputeRunningProcesses_v3",
       "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetProcessUtilization",
       "nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetMigMode", "nvmlDeviceGetTemperature",
-      "nvmlDeviceGetPowerUsage"};
+      "nvmlDeviceGetPowerUsage", "nvmlDeviceGetClockInfo", "nvmlDeviceGetMaxClockInfo",
+      "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkGeneration",
+      "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetNumGpuCores", "nvmlDeviceGetArchitecture",
+      "nvmlDeviceGetMultiGpuBoard", "nvmlEventSetCreate", "nvmlDeviceRegisterEvents",
+      "nvmlDeviceGetSupportedEventTypes", "nvmlEventSetWait", "nvmlEventSetWait_v2", "nvmlEventSetFree"};
   std::set<void*> addresses;
   for (const char* name : names) {
     void* symbol = ::dlsym(library, name);

@@ -90,6 +90,13 @@ TEST_F(UtilizationTest, HalfBusyLastSecondReadsFifty) {
 
   ASSERT_EQ(nvmlDeviceGetUtilizationRates(Device(1), &utilization), NVML_SUCCESS);
   EXPECT_EQ(utilization.gpu, 0u) << "kernels on device 0 do not busy device 1";
+
+  // The thermal model (board_model.h): 30 C idle, 70 C fully busy, linear in between.
+  unsigned int celsius = 0;
+  ASSERT_EQ(nvmlDeviceGetTemperature(Device(0), NVML_TEMPERATURE_GPU, &celsius), NVML_SUCCESS);
+  EXPECT_NEAR(celsius, 50, 1);
+  ASSERT_EQ(nvmlDeviceGetTemperature(Device(1), NVML_TEMPERATURE_GPU, &celsius), NVML_SUCCESS);
+  EXPECT_EQ(celsius, 30u);
 }
 
 TEST_F(UtilizationTest, ProcessSamplesSplitTheDeviceByPid) {
