@@ -73,6 +73,7 @@ CUresult Allocate(Context* ctx, AllocKind kind, uint64_t map_bytes, uint64_t cha
 
 void Release(const Allocation& a) {
   if (a.kind == AllocKind::kDevice || a.kind == AllocKind::kPitched || a.kind == AllocKind::kIpcImport) ForgetIpc(a);
+  if (a.kind == AllocKind::kManaged) ForgetManagedAdvice(a);
   UnmapBacking(a.base, a.mapped_length);
   if (a.charged != 0) Runtime::Get().Credit(a.device, a.charged);
 }

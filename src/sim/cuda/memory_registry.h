@@ -171,6 +171,8 @@ CUresult Guarded(Body&& body) noexcept {
 
 // api_ipc.cc: an allocation going away closes its export's descriptor or forgets its import.
 void ForgetIpc(const Allocation& allocation);
+// api_managed.cc: a managed allocation going away drops the advice recorded for it.
+void ForgetManagedAdvice(const Allocation& allocation);
 // api_pool.cc: returns a stream-ordered allocation's bytes to its pool and unmaps it.
 void ReleaseAsyncAllocation(const Allocation& allocation);
 // Release everything of one kind that `ctx` owns (ReleaseContextMemory calls them).
