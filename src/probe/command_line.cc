@@ -108,6 +108,15 @@ class OptionReader {
     return true;
   }
 
+  // --names fixed|all (the symbols command).
+  bool Names(bool* all) {
+    std::string text;
+    if (!Take("names", &text)) return true;
+    if (text != "fixed" && text != "all") return Fail("names", text, "fixed|all");
+    *all = text == "all";
+    return true;
+  }
+
   bool Lookup(LookupMode* out) {
     std::string text;
     if (!Take("lookup", &text)) return true;
@@ -155,7 +164,10 @@ class OptionReader {
 bool ParseCommandOptions(OptionReader* reader, CommandLine* line) {
   switch (line->command) {
     case CommandName::kInfo:
+    case CommandName::kAttributes:
+      break;
     case CommandName::kSymbols:
+      if (!reader->Names(&line->symbols.all_names)) return false;
       break;
     case CommandName::kAlloc:
       if (!reader->Size("bytes", true, &line->alloc.bytes) || !reader->Api(&line->alloc.api) ||
@@ -192,7 +204,7 @@ bool ParseCommandOptions(OptionReader* reader, CommandLine* line) {
 bool ParseCommandName(const std::string& text, CommandName* out) {
   static const std::map<std::string, CommandName> kNames = {
       {"info", CommandName::kInfo}, {"alloc", CommandName::kAlloc},     {"fill", CommandName::kFill},
-      {"spin", CommandName::kSpin}, {"symbols", CommandName::kSymbols},
+      {"spin", CommandName::kSpin}, {"symbols", CommandName::kSymbols}, {"attributes", CommandName::kAttributes},
   };
   auto it = kNames.find(text);
   if (it == kNames.end()) return false;
@@ -228,7 +240,9 @@ const char* UsageText() {
          "                                        --sync-each 1: cuStreamSynchronize after every launch;\n"
          "                                        G >= 1: each launch is a CUDA graph of G chained kernels\n"
          "                                        (max 1024); W > 0: duty of every W-ms window (max 60000)\n"
-         "  symbols                               what cuGetProcAddress returns for a fixed list of names\n"
+         "  symbols [--names fixed|all]           what cuGetProcAddress returns for a fixed list of names,\n"
+         "                                        or for every name fgpu declares (all)\n"
+         "  attributes                            every device attribute fgpu declares\n"
          "\n"
          "API: mem_alloc (default), pitch, managed, vmm, async, pool, array, array3d, mipmapped\n"
          "SIZE: 4096, 4KiB, 512MiB, 1.5GiB, 1G (K/M/G/T are powers of 1024), 1GB (powers of 1000)\n"

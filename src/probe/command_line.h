@@ -20,7 +20,7 @@
 
 namespace fgpu::probe {
 
-enum class CommandName { kInfo, kAlloc, kFill, kSpin, kSymbols };
+enum class CommandName { kInfo, kAlloc, kFill, kSpin, kSymbols, kAttributes };
 
 struct CommandLine {
   SessionOptions session;
@@ -28,6 +28,7 @@ struct CommandLine {
   AllocOptions alloc;
   FillOptions fill;
   SpinOptions spin;
+  SymbolsOptions symbols;
 };
 
 enum class ParseOutcome { kParsed, kHelp, kUsageError };

@@ -43,7 +43,16 @@ int RunInfo(const Session& session);
 int RunAlloc(const Session& session, const AllocOptions& options);
 int RunFill(const Session& session, const FillOptions& options);
 int RunSpin(const Session& session, const SpinOptions& options);
-int RunSymbols(const Session& session);
+// `symbols`: the twelve base names the interposer's matching was first checked on, or every
+// base name of core/abi/cuda_symbols.inc (`--names all`: the simulator's fidelity, side by side
+// with a real driver in scripts/gpu-check).
+struct SymbolsOptions {
+  bool all_names = false;
+};
+
+int RunSymbols(const Session& session, const SymbolsOptions& options);
+// `attributes`: cuDeviceGetAttribute for every attribute of FGPU_CUDA_DEVICE_ATTRIBUTE_LIST.
+int RunAttributes(const Session& session);
 
 // Sleeps `ms` milliseconds (the --hold-ms of alloc and fill).
 void HoldFor(uint64_t ms);

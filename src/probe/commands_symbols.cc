@@ -8,7 +8,10 @@
 // (version, flags) pair selects.
 #include <dlfcn.h>
 
+#include <iterator>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "probe/commands.h"
@@ -58,12 +61,24 @@ const char* SameAs(const std::vector<Export>& exports, const char* base, void* a
 
 }  // namespace
 
-int RunSymbols(const Session& session) {
+int RunSymbols(const Session& session, const SymbolsOptions& options) {
   const DriverTable& cu = session.cu();
   const std::vector<Export> exports = ExportedVariants(cu.library);
+  std::vector<const char*> bases(std::begin(kBaseNames), std::end(kBaseNames));
+  if (options.all_names) {
+    bases.clear();
+    std::set<std::string_view> seen;
+    for (const Export& entry : exports) {
+      if (seen.insert(entry.base).second) bases.push_back(entry.base);
+    }
+    // Every variant, present or not in this driver: the simulator's exports against the real one's.
+    for (const Export& entry : exports) {
+      JsonLine("export").Str("name", entry.name).Str("base", entry.base).Bool("present", entry.address != nullptr).Emit();
+    }
+  }
   // The 11.3 form has no status output; every other mode asks the _v2 getter.
   const bool legacy_getter = cu.mode == LookupMode::kProcAddress;
-  for (const char* base : kBaseNames) {
+  for (const char* base : bases) {
     for (int version : kVersions) {
       for (cuuint64_t flags : kFlags) {
         void* address = nullptr;

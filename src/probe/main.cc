@@ -20,7 +20,8 @@ int RunCommand(const fgpu::probe::Session& session, const CommandLine& line) {
     case CommandName::kAlloc: return fgpu::probe::RunAlloc(session, line.alloc);
     case CommandName::kFill: return fgpu::probe::RunFill(session, line.fill);
     case CommandName::kSpin: return fgpu::probe::RunSpin(session, line.spin);
-    case CommandName::kSymbols: return fgpu::probe::RunSymbols(session);
+    case CommandName::kSymbols: return fgpu::probe::RunSymbols(session, line.symbols);
+    case CommandName::kAttributes: return fgpu::probe::RunAttributes(session);
   }
   return fgpu::probe::kExitUsage;
 }

@@ -120,6 +120,19 @@ void TestSpinOptions() {
   Rejects({"--depth", "2", "spin", "--duty", "50", "--seconds", "1"}, "unknown option --depth");
 }
 
+void TestSymbolsAndAttributes() {
+  CommandLine line;
+  if (Parses({"symbols"}, &line)) {
+    Expect(line.command == CommandName::kSymbols && !line.symbols.all_names, "symbols: the fixed names");
+  }
+  if (Parses({"symbols", "--names", "all"}, &line)) Expect(line.symbols.all_names, "symbols --names all");
+  if (Parses({"symbols", "--names=fixed"}, &line)) Expect(!line.symbols.all_names, "symbols --names=fixed");
+  if (Parses({"attributes"}, &line)) Expect(line.command == CommandName::kAttributes, "attributes command");
+  Rejects({"symbols", "--names", "every"}, "--names 'every': expected fixed|all");
+  Rejects({"info", "--names", "all"}, "unknown option --names");
+  Rejects({"attributes", "--names", "all"}, "unknown option --names");
+}
+
 void TestCudaVersionFloor() {
   Expect(fgpu::probe::MinimumCudaVersion(DriverEntrySet::kCore) == 11020, "core entry points need 11.2");
   Expect(fgpu::probe::MinimumCudaVersion() == 11020, "the default set is the core one");
@@ -223,6 +236,7 @@ int main() {
   TestSpinDefaults();
   TestSpinOptions();
   TestCudaVersionFloor();
+  TestSymbolsAndAttributes();
   TestDriverEntries();
   TestWindows();
   if (failures != 0) {
