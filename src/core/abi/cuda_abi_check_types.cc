@@ -520,6 +520,25 @@ namespace ours {
   X(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID) \
   X(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE) \
   X(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID)
+#define FGPU_ENUM_CUstreamWaitValue_flags(X, A) \
+  X(CU_STREAM_WAIT_VALUE_GEQ) \
+  X(CU_STREAM_WAIT_VALUE_EQ) \
+  X(CU_STREAM_WAIT_VALUE_AND) \
+  X(CU_STREAM_WAIT_VALUE_NOR) \
+  X(CU_STREAM_WAIT_VALUE_FLUSH)
+#define FGPU_ENUM_CUstreamWriteValue_flags(X, A) \
+  X(CU_STREAM_WRITE_VALUE_DEFAULT) \
+  X(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+#define FGPU_ENUM_CUstreamBatchMemOpType(X, A) \
+  X(CU_STREAM_MEM_OP_WAIT_VALUE_32) \
+  X(CU_STREAM_MEM_OP_WRITE_VALUE_32) \
+  X(CU_STREAM_MEM_OP_WAIT_VALUE_64) \
+  X(CU_STREAM_MEM_OP_WRITE_VALUE_64) \
+  X(CU_STREAM_MEM_OP_BARRIER) \
+  X(CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES)
+#define FGPU_ENUM_CUstreamMemoryBarrier_flags(X, A) \
+  X(CU_STREAM_MEMORY_BARRIER_TYPE_SYS) \
+  X(CU_STREAM_MEMORY_BARRIER_TYPE_GPU)
 #define FGPU_ENUM_CUjitInputType(X, A) \
   X(CU_JIT_INPUT_CUBIN) \
   X(CU_JIT_INPUT_PTX) \
@@ -950,6 +969,30 @@ namespace ours {
   M(CUgraphNodeParams, free) \
   M(CUgraphNodeParams, reserved2)
 
+#define FGPU_MEMBERS_CUstreamBatchMemOpParams_v1(M) \
+  M(CUstreamBatchMemOpParams_v1, operation) \
+  M(CUstreamBatchMemOpParams_v1, waitValue) \
+  M(CUstreamBatchMemOpParams_v1, waitValue.operation) \
+  M(CUstreamBatchMemOpParams_v1, waitValue.address) \
+  M(CUstreamBatchMemOpParams_v1, waitValue.value) \
+  M(CUstreamBatchMemOpParams_v1, waitValue.value64) \
+  M(CUstreamBatchMemOpParams_v1, waitValue.flags) \
+  M(CUstreamBatchMemOpParams_v1, waitValue.alias) \
+  M(CUstreamBatchMemOpParams_v1, writeValue) \
+  M(CUstreamBatchMemOpParams_v1, writeValue.operation) \
+  M(CUstreamBatchMemOpParams_v1, writeValue.address) \
+  M(CUstreamBatchMemOpParams_v1, writeValue.value) \
+  M(CUstreamBatchMemOpParams_v1, writeValue.value64) \
+  M(CUstreamBatchMemOpParams_v1, writeValue.flags) \
+  M(CUstreamBatchMemOpParams_v1, writeValue.alias) \
+  M(CUstreamBatchMemOpParams_v1, flushRemoteWrites) \
+  M(CUstreamBatchMemOpParams_v1, flushRemoteWrites.operation) \
+  M(CUstreamBatchMemOpParams_v1, flushRemoteWrites.flags) \
+  M(CUstreamBatchMemOpParams_v1, memoryBarrier) \
+  M(CUstreamBatchMemOpParams_v1, memoryBarrier.operation) \
+  M(CUstreamBatchMemOpParams_v1, memoryBarrier.flags) \
+  M(CUstreamBatchMemOpParams_v1, pad)
+
 #define FGPU_ENUM_TYPES(E) \
   E(CUresult, cudaError_enum) \
   E(CUdevice_attribute, CUdevice_attribute_enum) \
@@ -983,6 +1026,10 @@ namespace ours {
   E(CUdevice_P2PAttribute, CUdevice_P2PAttribute_enum) \
   E(CUmem_advise, CUmem_advise_enum) \
   E(CUmem_range_attribute, CUmem_range_attribute_enum) \
+  E(CUstreamWaitValue_flags, CUstreamWaitValue_flags_enum) \
+  E(CUstreamWriteValue_flags, CUstreamWriteValue_flags_enum) \
+  E(CUstreamBatchMemOpType, CUstreamBatchMemOpType_enum) \
+  E(CUstreamMemoryBarrier_flags, CUstreamMemoryBarrier_flags_enum) \
   E(CUlibraryOption, CUlibraryOption_enum) \
   E(CUaccessProperty, CUaccessProperty_enum) \
   E(CUsynchronizationPolicy, CUsynchronizationPolicy_enum) \
@@ -1035,7 +1082,8 @@ namespace ours {
   S(CUDA_MEM_FREE_NODE_PARAMS, CUDA_MEM_FREE_NODE_PARAMS_st) \
   S(CUDA_CHILD_GRAPH_NODE_PARAMS, CUDA_CHILD_GRAPH_NODE_PARAMS_st) \
   S(CUgraphEdgeData, CUgraphEdgeData_st) \
-  S(CUgraphNodeParams, CUgraphNodeParams_st)
+  S(CUgraphNodeParams, CUgraphNodeParams_st) \
+  S(CUstreamBatchMemOpParams_v1, CUstreamBatchMemOpParams_union)
 
 #define FGPU_HANDLE_TYPES(H) \
   H(CUcontext, CUctx_st) \
@@ -1085,7 +1133,8 @@ namespace ours {
   T(CUmemPoolPtrExportData, CUmemPoolPtrExportData_v1) \
   T(CUaccessPolicyWindow, CUaccessPolicyWindow_v1) \
   T(CUDA_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2) \
-  T(CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEM_ALLOC_NODE_PARAMS_v1)
+  T(CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEM_ALLOC_NODE_PARAMS_v1) \
+  T(CUstreamBatchMemOpParams, CUstreamBatchMemOpParams_v1)
 // clang-format on
 
 namespace {

@@ -4,6 +4,7 @@
 
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/runtime.h"
+#include "sim/cuda/stream_gate.h"
 
 using fgpu::sim::cuda::Context;
 using fgpu::sim::cuda::Ready;
@@ -23,6 +24,7 @@ CUresult Create(CUcontext* pctx, unsigned flags, CUdevice dev) {
 }
 
 CUresult Synchronize(Context* ctx) {
+  fgpu::sim::cuda::WaitContextReleased(ctx);
   Runtime::SleepUntil(ctx->tail_ns.load());
   fgpu::sim::cuda::TrimPoolsAfterSync(ctx->device);
   return CUDA_SUCCESS;

@@ -6,6 +6,7 @@
 
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/runtime.h"
+#include "sim/cuda/stream_gate.h"
 
 using fgpu::sim::SharedDevices;
 using fgpu::sim::cuda::Context;
@@ -40,7 +41,15 @@ CUresult Record(CUevent handle, CUstream stream_handle, unsigned flags, bool per
   if (CUresult rc = Runtime::Get().ResolveStream(stream_handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (stream->ctx != event->ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  Store(*event, std::max(SharedDevices::NowNs(), Runtime::Get().ReadyTime(*stream)));
+  // Behind a stream memory operation's wait, the completion time is known only once it is satisfied.
+  if (fgpu::sim::cuda::StreamHeld(*stream)) {
+    event->time_ns.store(fgpu::sim::cuda::kPendingEventNs);
+    event->recorded.store(true);
+  }
+  fgpu::sim::cuda::RunOrHold(*stream, [event, stream] {
+    if (!HandleRegistry::Get().Is(event, Kind::kEvent)) return;  // destroyed meanwhile
+    Store(*event, std::max(SharedDevices::NowNs(), Runtime::Get().ReadyTime(*stream)));
+  });
   return CUDA_SUCCESS;
 }
 
@@ -108,6 +117,7 @@ CUresult cuEventQuery(CUevent hEvent) {
 CUresult cuEventSynchronize(CUevent hEvent) {
   Event* event = nullptr;
   if (CUresult rc = LookupEvent(hEvent, &event); rc != CUDA_SUCCESS) return rc;
+  fgpu::sim::cuda::WaitEventKnown(*event);
   if (uint64_t time = 0; RecordedTime(*event, &time)) Runtime::SleepUntil(time);
   fgpu::sim::cuda::TrimPoolsAfterSync(event->ctx->device);
   return CUDA_SUCCESS;

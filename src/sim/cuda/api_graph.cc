@@ -30,6 +30,7 @@
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/launch.h"
 #include "sim/cuda/runtime.h"
+#include "sim/cuda/stream_gate.h"
 
 using fgpu::sim::SharedDevices;
 using fgpu::sim::cuda::Context;
@@ -451,10 +452,17 @@ CUresult Launch(CUgraphExec handle, CUstream stream_handle, bool per_thread, boo
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (CUresult rc = MakeResident(*exec); rc != CUDA_SUCCESS) return rc;
   if (upload_only) return CUDA_SUCCESS;
+  std::vector<uint64_t> durations;
   for (const KernelLaunch& kernel : exec->kernels) {
-    Runtime::Get().EnqueueWork(*stream, fgpu::sim::cuda::KernelDurationNs(kernel, stream->ctx->device));
+    durations.push_back(fgpu::sim::cuda::KernelDurationNs(kernel, stream->ctx->device));
   }
-  exec->last_launch_end_ns.store(Runtime::Get().ReadyTime(*stream));
+  // Behind a stream memory operation's wait, the kernels go on the timeline when it is satisfied.
+  fgpu::sim::cuda::RunOrHold(*stream, [stream, exec, durations] {
+    for (const uint64_t duration : durations) Runtime::Get().EnqueueWork(*stream, duration);
+    if (HandleRegistry::Get().Is(exec, Kind::kGraphExec)) {
+      exec->last_launch_end_ns.store(Runtime::Get().ReadyTime(*stream));
+    }
+  });
   return CUDA_SUCCESS;
 }
 

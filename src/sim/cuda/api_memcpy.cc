@@ -16,6 +16,7 @@
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
+#include "sim/cuda/stream_gate.h"
 
 namespace fgpu::sim::cuda {
 namespace {
@@ -41,8 +42,10 @@ CUresult EnterSync(bool per_thread, int* device) {
   if (per_thread) {
     Stream* stream = nullptr;
     if (CUresult rc = Runtime::Get().ResolveStream(nullptr, true, &stream); rc != CUDA_SUCCESS) return rc;
+    WaitStreamReleased(*stream);
     Runtime::SleepUntil(Runtime::Get().ReadyTime(*stream));
   } else {
+    WaitStreamReleased(*ctx->legacy_stream);
     Runtime::Get().WaitLegacyStream(ctx);
   }
   *device = ctx->device;

@@ -5,6 +5,7 @@
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/host_calls.h"
 #include "sim/cuda/runtime.h"
+#include "sim/cuda/stream_gate.h"
 
 using fgpu::sim::cuda::Context;
 using fgpu::sim::cuda::Graph;
@@ -41,6 +42,7 @@ CUresult Synchronize(CUstream handle, bool per_thread) {
   Stream* stream = nullptr;
   if (CUresult rc = Resolve(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  fgpu::sim::cuda::WaitStreamReleased(*stream);
   Runtime::SleepUntil(Runtime::Get().ReadyTime(*stream));
   fgpu::sim::cuda::WaitHostCalls(*stream);
   fgpu::sim::cuda::TrimPoolsAfterSync(stream->ctx->device);
@@ -51,7 +53,8 @@ CUresult Query(CUstream handle, bool per_thread) {
   Stream* stream = nullptr;
   if (CUresult rc = Resolve(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  const bool done = fgpu::sim::SharedDevices::NowNs() >= Runtime::Get().ReadyTime(*stream) &&
+  const bool done = !fgpu::sim::cuda::StreamHeld(*stream) &&
+                    fgpu::sim::SharedDevices::NowNs() >= Runtime::Get().ReadyTime(*stream) &&
                     stream->pending_host_calls.load() == 0;
   return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -62,7 +65,7 @@ CUresult WaitEvent(CUstream handle, CUevent event, unsigned flags, bool per_thre
   auto* ev = HandleRegistry::Get().Lookup<fgpu::sim::cuda::Event>(event, Kind::kEvent);
   if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (flags > 1) return CUDA_ERROR_INVALID_VALUE;  // CU_EVENT_WAIT_DEFAULT / CU_EVENT_WAIT_EXTERNAL
-  if (ev->recorded.load()) Runtime::Get().AdvanceStream(*stream, ev->time_ns.load());
+  if (ev->recorded.load()) fgpu::sim::cuda::WaitEventOnStream(*stream, *ev);
   return CUDA_SUCCESS;
 }
 
@@ -70,8 +73,10 @@ CUresult HostCall(CUstream handle, bool per_thread, std::function<void()> call) 
   Stream* stream = nullptr;
   if (CUresult rc = Resolve(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  const uint64_t due = std::max(Runtime::Get().ReadyTime(*stream), fgpu::sim::SharedDevices::NowNs());
-  fgpu::sim::cuda::ScheduleHostCall(*stream, due, std::move(call));
+  fgpu::sim::cuda::RunOrHold(*stream, [stream, call = std::move(call)] {
+    const uint64_t due = std::max(Runtime::Get().ReadyTime(*stream), fgpu::sim::SharedDevices::NowNs());
+    fgpu::sim::cuda::ScheduleHostCall(*stream, due, call);
+  });
   return CUDA_SUCCESS;
 }
 

@@ -75,6 +75,14 @@ CUresult DeviceAttribute(const DeviceSpec& spec, int device, CUdevice_attribute 
     case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES: v = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR; break;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: v = spec.cc_major >= 9 ? 1 : 0; break;
     case CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID: v = 0x233010DE; break;
+    // Stream memory operations (api_memop.cc): 32- and 64-bit, every wait condition, and FLUSH
+    // (host-backed memory is coherent: a flush has nothing left to do).
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
+    case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES: v = 1; break;
     default: v = 0; break;  // capabilities the simulator does not model
   }
   *value = v;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "sim/cuda/runtime.h"
+#include "sim/cuda/stream_gate.h"
 
 namespace fgpu::sim::cuda {
 namespace {
@@ -86,7 +87,8 @@ CUresult ExecuteLaunch(const KernelLaunch& launch, CUstream stream_handle, bool 
     graph->nodes.push_back(std::move(node));
     return CUDA_SUCCESS;
   }
-  rt.EnqueueWork(*stream, KernelDurationNs(launch, stream->ctx->device));
+  const uint64_t duration = KernelDurationNs(launch, stream->ctx->device);
+  RunOrHold(*stream, [&rt, stream, duration] { rt.EnqueueWork(*stream, duration); });
   return CUDA_SUCCESS;
 }
 

@@ -35,6 +35,10 @@ struct GraphExec;
 inline std::atomic<unsigned long long> g_next_stream_id{1};
 
 struct Stream {
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();  // drops what a stream memory operation still holds on it (stream_gate.h)
   // Every stream takes its id when made, the legacy and per-thread default streams included.
   const unsigned long long id = g_next_stream_id.fetch_add(1, std::memory_order_relaxed);
   Context* ctx = nullptr;
@@ -48,6 +52,10 @@ struct Stream {
   CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   // Host functions queued on this stream that have not run yet: synchronisation waits for them.
   std::atomic<int> pending_host_calls{0};
+  // Held by a stream memory operation (a wait not yet satisfied, or a write not yet due): later
+  // work on the stream queues behind it (stream_gate.h). `used_memops`: it ever was.
+  std::atomic<bool> held{false};
+  std::atomic<bool> used_memops{false};
 };
 
 struct Context {
