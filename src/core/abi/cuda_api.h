@@ -538,6 +538,29 @@ CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count, CUstreamBatc
 CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count, CUstreamBatchMemOpParams* paramArray,
                                     unsigned int flags);
 
+// External memory and semaphores
+CUresult cuImportExternalMemory(CUexternalMemory* extMem_out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* memHandleDesc);
+CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr* devPtr, CUexternalMemory extMem,
+                                         const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* bufferDesc);
+CUresult cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray* mipmap, CUexternalMemory extMem,
+                                                 const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC* mipmapDesc);
+CUresult cuDestroyExternalMemory(CUexternalMemory extMem);
+CUresult cuImportExternalSemaphore(CUexternalSemaphore* extSem_out,
+                                   const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* semHandleDesc);
+CUresult cuSignalExternalSemaphoresAsync(const CUexternalSemaphore* extSemArray,
+                                         const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray,
+                                         unsigned int numExtSems, CUstream stream);
+CUresult cuSignalExternalSemaphoresAsync_ptsz(const CUexternalSemaphore* extSemArray,
+                                              const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* paramsArray,
+                                              unsigned int numExtSems, CUstream stream);
+CUresult cuWaitExternalSemaphoresAsync(const CUexternalSemaphore* extSemArray,
+                                       const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray, unsigned int numExtSems,
+                                       CUstream stream);
+CUresult cuWaitExternalSemaphoresAsync_ptsz(const CUexternalSemaphore* extSemArray,
+                                            const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* paramsArray,
+                                            unsigned int numExtSems, CUstream stream);
+CUresult cuDestroyExternalSemaphore(CUexternalSemaphore extSem);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -130,16 +130,20 @@ AdviceLocation Recorded(const CUmemLocation& location) {
 // A device of this process, or the host (one NUMA node, 0, as cuMemCreate's host locations).
 CUresult CheckLocation(const CUmemLocation& location) {
   switch (LocationType(location)) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: return Runtime::Get().CheckDevice(location.id);
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      return Runtime::Get().CheckDevice(location.id);
     case CU_MEM_LOCATION_TYPE_HOST:
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return CUDA_SUCCESS;  // the id is ignored, as documented
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA: return location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+      return CUDA_SUCCESS;  // the id is ignored, as documented
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      return location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
-CUresult Prefetch(uint64_t ptr, uint64_t count, const CUmemLocation& location, unsigned flags, CUstream handle,
-                  bool per_thread) {
+CUresult Prefetch(uint64_t ptr, uint64_t count, const CUmemLocation& location, unsigned flags,
+                  CUstream handle, bool per_thread) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Stream* stream = nullptr;
   if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
@@ -192,7 +196,8 @@ CUresult Advise(uint64_t ptr, uint64_t count, int advice, const CUmemLocation& l
       });
       return CUDA_SUCCESS;
     }
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -208,10 +213,13 @@ AdviceLocation Common(const std::vector<PageAdvice>& runs, AdviceLocation PageAd
 // The 8.0 attributes name a device id, CU_DEVICE_CPU for the host, CU_DEVICE_INVALID for none.
 int AsDevice(const AdviceLocation& where) {
   switch (where.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: return where.id;
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+      return where.id;
     case CU_MEM_LOCATION_TYPE_HOST:
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA: return CU_DEVICE_CPU;
-    default: return CU_DEVICE_INVALID;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+      return CU_DEVICE_CPU;
+    default:
+      return CU_DEVICE_INVALID;
   }
 }
 
@@ -256,7 +264,8 @@ CUresult RangeAttribute(void* data, size_t size, int attribute, const std::vecto
       std::memcpy(data, ids.data(), size);
       return CUDA_SUCCESS;
     }
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
 }
 
@@ -308,7 +317,8 @@ void ForgetManagedAdvice(const Allocation& allocation) {
   AdviceStore& store = Advice();
   std::lock_guard lock(store.mu);
   const auto found = store.by_base.find(allocation.base);
-  if (found != store.by_base.end() && found->second.buffer_id == allocation.buffer_id) store.by_base.erase(found);
+  if (found != store.by_base.end() && found->second.buffer_id == allocation.buffer_id)
+    store.by_base.erase(found);
 }
 
 }  // namespace fgpu::sim::cuda
@@ -318,20 +328,21 @@ namespace sim = fgpu::sim::cuda;
 extern "C" {
 
 CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream) {
-  return sim::Guarded([&] { return sim::Prefetch(devPtr, count, sim::LocationOf(dstDevice), 0, hStream, false); });
+  return sim::Guarded(
+      [&] { return sim::Prefetch(devPtr, count, sim::LocationOf(dstDevice), 0, hStream, false); });
 }
 CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream) {
-  return sim::Guarded([&] { return sim::Prefetch(devPtr, count, sim::LocationOf(dstDevice), 0, hStream, true); });
+  return sim::Guarded(
+      [&] { return sim::Prefetch(devPtr, count, sim::LocationOf(dstDevice), 0, hStream, true); });
 }
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
                                CUstream hStream) {
   return sim::Guarded([&] { return sim::Prefetch(devPtr, count, location, flags, hStream, false); });
 }
-CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
-                                    CUstream hStream) {
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                    unsigned int flags, CUstream hStream) {
   return sim::Guarded([&] { return sim::Prefetch(devPtr, count, location, flags, hStream, true); });
 }
-
 
 CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device) {
   int value = 0;
@@ -343,8 +354,8 @@ CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, C
   std::memcpy(&value, &advice, sizeof value);
   return sim::Guarded([&] { return sim::Advise(devPtr, count, value, location); });
 }
-CUresult cuMemRangeGetAttribute(void* data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr,
-                                size_t count) {
+CUresult cuMemRangeGetAttribute(void* data, size_t dataSize, CUmem_range_attribute attribute,
+                                CUdeviceptr devPtr, size_t count) {
   return sim::Guarded([&] {
     void* one[1] = {data};
     return sim::RangeAttributes(one, &dataSize, &attribute, 1, devPtr, count);
@@ -352,7 +363,8 @@ CUresult cuMemRangeGetAttribute(void* data, size_t dataSize, CUmem_range_attribu
 }
 CUresult cuMemRangeGetAttributes(void** data, size_t* dataSizes, CUmem_range_attribute* attributes,
                                  size_t numAttributes, CUdeviceptr devPtr, size_t count) {
-  return sim::Guarded([&] { return sim::RangeAttributes(data, dataSizes, attributes, numAttributes, devPtr, count); });
+  return sim::Guarded(
+      [&] { return sim::RangeAttributes(data, dataSizes, attributes, numAttributes, devPtr, count); });
 }
 CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) {
   return sim::Guarded([&] { return sim::AttachMem(hStream, dptr, length, flags, false); });

@@ -34,13 +34,14 @@ constexpr uint64_t kLastPollNs = 2'000'000;
 
 // What a held stream keeps, in order.
 struct HeldOp {
-  enum class Type : uint8_t { kWaitValue, kWaitEvent, kRun } type = Type::kRun;
+  enum class Type : uint8_t { kWaitValue, kWaitEvent, kWaitPredicate, kRun } type = Type::kRun;
   uint64_t address = 0;  // kWaitValue
   uint64_t value = 0;
   bool wide = false;  // 64-bit
   unsigned condition = CU_STREAM_WAIT_VALUE_GEQ;
   Event* event = nullptr;  // kWaitEvent
   std::function<void()> run;
+  std::function<bool()> ready;  // kWaitPredicate
 };
 
 uint64_t LoadWord(uint64_t address, bool wide) {
@@ -53,17 +54,25 @@ bool ConditionHolds(uint64_t current, uint64_t value, unsigned condition, bool w
   if (!wide) {
     const auto c = static_cast<uint32_t>(current), v = static_cast<uint32_t>(value);
     switch (condition) {
-      case CU_STREAM_WAIT_VALUE_GEQ: return static_cast<int32_t>(c - v) >= 0;
-      case CU_STREAM_WAIT_VALUE_EQ: return c == v;
-      case CU_STREAM_WAIT_VALUE_AND: return (c & v) != 0;
-      default: return static_cast<uint32_t>(~(c | v)) != 0;  // NOR
+      case CU_STREAM_WAIT_VALUE_GEQ:
+        return static_cast<int32_t>(c - v) >= 0;
+      case CU_STREAM_WAIT_VALUE_EQ:
+        return c == v;
+      case CU_STREAM_WAIT_VALUE_AND:
+        return (c & v) != 0;
+      default:
+        return static_cast<uint32_t>(~(c | v)) != 0;  // NOR
     }
   }
   switch (condition) {
-    case CU_STREAM_WAIT_VALUE_GEQ: return static_cast<int64_t>(current - value) >= 0;
-    case CU_STREAM_WAIT_VALUE_EQ: return current == value;
-    case CU_STREAM_WAIT_VALUE_AND: return (current & value) != 0;
-    default: return ~(current | value) != 0;  // NOR
+    case CU_STREAM_WAIT_VALUE_GEQ:
+      return static_cast<int64_t>(current - value) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ:
+      return current == value;
+    case CU_STREAM_WAIT_VALUE_AND:
+      return (current & value) != 0;
+    default:
+      return ~(current | value) != 0;  // NOR
   }
 }
 
@@ -110,7 +119,8 @@ class StreamGateKeeper {
   void WaitContext(const Context* ctx) {
     std::unique_lock lock(mu_);
     changed_.wait(lock, [&] {
-      return std::none_of(held_.begin(), held_.end(), [&](const auto& entry) { return entry.first->ctx == ctx; });
+      return std::none_of(held_.begin(), held_.end(),
+                          [&](const auto& entry) { return entry.first->ctx == ctx; });
     });
   }
 
@@ -138,6 +148,12 @@ class StreamGateKeeper {
         const uint64_t time = op.event->time_ns.load();
         if (time == kPendingEventNs) return false;
         rt.AdvanceStream(stream, time);
+        return true;
+      }
+      case HeldOp::Type::kWaitPredicate: {
+        const uint64_t now = SharedDevices::NowNs();
+        if (now < rt.ReadyTime(stream) || !op.ready()) return false;
+        rt.AdvanceStream(stream, now);
         return true;
       }
       case HeldOp::Type::kWaitValue: {
@@ -186,7 +202,8 @@ class StreamGateKeeper {
     for (const auto& [stream, queue] : held_) {
       const HeldOp& head = queue.front();
       const uint64_t ready = Runtime::Get().ReadyTime(*stream);
-      next = std::min(next, head.type == HeldOp::Type::kWaitValue && ready > now ? ready : now + poll_ns);
+      const bool timed = head.type == HeldOp::Type::kWaitValue || head.type == HeldOp::Type::kWaitPredicate;
+      next = std::min(next, timed && ready > now ? ready : now + poll_ns);
     }
     return next;
   }
@@ -246,7 +263,8 @@ struct MemOp {
   unsigned condition = 0;
 };
 
-CUresult CheckWait(const Stream& stream, uint64_t address, uint64_t value, unsigned flags, bool wide, MemOp* out) {
+CUresult CheckWait(const Stream& stream, uint64_t address, uint64_t value, unsigned flags, bool wide,
+                   MemOp* out) {
   // A condition and, optionally, FLUSH: host-backed memory is coherent, so every write that
   // satisfied the wait is already visible (CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES is 1).
   if ((flags & ~(kWaitConditionMask | CU_STREAM_WAIT_VALUE_FLUSH)) != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -255,8 +273,8 @@ CUresult CheckWait(const Stream& stream, uint64_t address, uint64_t value, unsig
   return CUDA_SUCCESS;
 }
 
-CUresult CheckWrite(const Stream& stream, uint64_t address, uint64_t value, unsigned flags, bool wide, bool v2,
-                    MemOp* out) {
+CUresult CheckWrite(const Stream& stream, uint64_t address, uint64_t value, unsigned flags, bool wide,
+                    bool v2, MemOp* out) {
   // NO_MEMORY_BARRIER is a v1 flag only; ordering is total here, so it changes nothing.
   const unsigned allowed = v2 ? 0u : static_cast<unsigned>(CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER);
   if ((flags & ~allowed) != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -267,7 +285,8 @@ CUresult CheckWrite(const Stream& stream, uint64_t address, uint64_t value, unsi
 
 void Enqueue(Stream& stream, const MemOp& op) {
   switch (op.type) {
-    case MemOp::Type::kNothing: return;
+    case MemOp::Type::kNothing:
+      return;
     case MemOp::Type::kWrite: {
       Stream* target = &stream;
       RunOrHold(stream, [target, op] {
@@ -301,7 +320,8 @@ CUresult ResolveForMemOps(CUstream handle, bool per_thread, Stream** out) {
   return CUDA_SUCCESS;
 }
 
-CUresult WaitValue(CUstream handle, uint64_t address, uint64_t value, unsigned flags, bool wide, bool per_thread) {
+CUresult WaitValue(CUstream handle, uint64_t address, uint64_t value, unsigned flags, bool wide,
+                   bool per_thread) {
   Stream* stream = nullptr;
   if (CUresult rc = ResolveForMemOps(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   MemOp op;
@@ -325,7 +345,8 @@ CUresult BatchMemOp(CUstream handle, unsigned count, const CUstreamBatchMemOpPar
                     bool v2, bool per_thread) {
   Stream* stream = nullptr;
   if (CUresult rc = ResolveForMemOps(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
-  if (flags != 0 || count >= kMaxBatchOps || (count > 0 && params == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  if (flags != 0 || count >= kMaxBatchOps || (count > 0 && params == nullptr))
+    return CUDA_ERROR_INVALID_VALUE;
   std::vector<MemOp> ops(count);
   for (unsigned i = 0; i < count; ++i) {
     const CUstreamBatchMemOpParams& p = params[i];
@@ -340,19 +361,22 @@ CUresult BatchMemOp(CUstream handle, unsigned count, const CUstreamBatchMemOpPar
         rc = CheckWait(*stream, p.waitValue.address, p.waitValue.value64, p.waitValue.flags, true, &ops[i]);
         break;
       case CU_STREAM_MEM_OP_WRITE_VALUE_32:
-        rc = CheckWrite(*stream, p.writeValue.address, p.writeValue.value, p.writeValue.flags, false, v2, &ops[i]);
+        rc = CheckWrite(*stream, p.writeValue.address, p.writeValue.value, p.writeValue.flags, false, v2,
+                        &ops[i]);
         break;
       case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-        rc = CheckWrite(*stream, p.writeValue.address, p.writeValue.value64, p.writeValue.flags, true, v2, &ops[i]);
+        rc = CheckWrite(*stream, p.writeValue.address, p.writeValue.value64, p.writeValue.flags, true, v2,
+                        &ops[i]);
         break;
       case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:  // coherent memory: nothing to flush
         rc = p.flushRemoteWrites.flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
         break;
       case CU_STREAM_MEM_OP_BARRIER:  // _v2 only; ordering is total here
         rc = v2 && p.memoryBarrier.flags <= CU_STREAM_MEMORY_BARRIER_TYPE_GPU ? CUDA_SUCCESS
-                                                                             : CUDA_ERROR_INVALID_VALUE;
+                                                                              : CUDA_ERROR_INVALID_VALUE;
         break;
-      default: rc = CUDA_ERROR_INVALID_VALUE;
+      default:
+        rc = CUDA_ERROR_INVALID_VALUE;
     }
     if (rc != CUDA_SUCCESS) return rc;
   }
@@ -385,6 +409,15 @@ void WaitEventOnStream(Stream& stream, Event& event) {
   StreamGateKeeper::Get().Submit(stream, std::move(held));
 }
 
+void HoldUntil(Stream& stream, std::function<bool()> ready) {
+  HeldOp held;
+  held.type = HeldOp::Type::kWaitPredicate;
+  held.ready = std::move(ready);
+  StreamGateKeeper::Get().Submit(stream, std::move(held));
+}
+
+void NotifyGateWrite() { StreamGateKeeper::Get().Poke(); }
+
 bool StreamHeld(const Stream& stream) { return stream.held.load(); }
 
 void WaitStreamReleased(const Stream& stream) {
@@ -409,18 +442,18 @@ namespace sim = fgpu::sim::cuda;
 
 extern "C" {
 
-#define FGPU_MEMOP_VARIANTS(name, type, wide, body_v1, body_v2)                                      \
-  CUresult name(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) {                 \
-    return sim::Guarded([&] { return body_v1(stream, addr, value, flags, wide, false); });           \
-  }                                                                                                  \
-  CUresult name##_ptsz(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) {          \
-    return sim::Guarded([&] { return body_v1(stream, addr, value, flags, wide, true); });            \
-  }                                                                                                  \
-  CUresult name##_v2(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) {            \
-    return sim::Guarded([&] { return body_v2(stream, addr, value, flags, wide, false); });           \
-  }                                                                                                  \
-  CUresult name##_v2_ptsz(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) {       \
-    return sim::Guarded([&] { return body_v2(stream, addr, value, flags, wide, true); });            \
+#define FGPU_MEMOP_VARIANTS(name, type, wide, body_v1, body_v2)                                \
+  CUresult name(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) {           \
+    return sim::Guarded([&] { return body_v1(stream, addr, value, flags, wide, false); });     \
+  }                                                                                            \
+  CUresult name##_ptsz(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) {    \
+    return sim::Guarded([&] { return body_v1(stream, addr, value, flags, wide, true); });      \
+  }                                                                                            \
+  CUresult name##_v2(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) {      \
+    return sim::Guarded([&] { return body_v2(stream, addr, value, flags, wide, false); });     \
+  }                                                                                            \
+  CUresult name##_v2_ptsz(CUstream stream, CUdeviceptr addr, type value, unsigned int flags) { \
+    return sim::Guarded([&] { return body_v2(stream, addr, value, flags, wide, true); });      \
   }
 
 }  // extern "C"

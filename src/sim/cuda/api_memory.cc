@@ -27,7 +27,7 @@ CUresult Current(Context** ctx) {
 
 bool IsDeviceAllocation(AllocKind kind) {
   return kind == AllocKind::kDevice || kind == AllocKind::kPitched || kind == AllocKind::kManaged ||
-         kind == AllocKind::kAsync;
+         kind == AllocKind::kAsync || kind == AllocKind::kExternalBuffer;
 }
 
 bool IsHostAllocation(AllocKind kind) {
@@ -374,6 +374,7 @@ void ReleaseContextMemory(Context* ctx) {
     ReleaseVmmOf(ctx);
     ReleasePoolsOf(ctx);
     ReleaseArraysOf(ctx);
+    ReleaseExternalOf(ctx);
     return CUDA_SUCCESS;
   });
 }

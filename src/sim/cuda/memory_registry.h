@@ -43,6 +43,7 @@ enum class AllocKind : uint8_t {
   kAsync,           // cuMemAllocAsync / cuMemAllocFromPoolAsync
   kVmmMapping,      // one piece of a cuMemMap mapping
   kIpcImport,       // cuIpcOpenMemHandle: another process's allocation, charged there
+  kExternalBuffer,  // cuExternalMemoryGetMappedBuffer: a view of imported memory, charged by the import
 };
 
 // Bit of an accessor in Allocation::read_mask / write_mask: device d is bit d.
@@ -179,5 +180,6 @@ void ReleaseAsyncAllocation(const Allocation& allocation);
 void ReleasePoolsOf(Context* ctx);
 void ReleaseVmmOf(Context* ctx);
 void ReleaseArraysOf(Context* ctx);
+void ReleaseExternalOf(Context* ctx);  // api_external.cc: imported memory and semaphores
 
 }  // namespace fgpu::sim::cuda

@@ -24,7 +24,7 @@ namespace fgpu::sim::cuda {
 
 enum class Kind : uint8_t {
   kContext, kStream, kEvent, kModule, kFunction, kGraph, kGraphNode, kGraphExec, kMemPool, kArray,
-  kMipmappedArray, kLinkState,
+  kMipmappedArray, kLinkState, kExternalMemory, kExternalSemaphore,
 };
 
 struct Context;

@@ -28,6 +28,11 @@ inline constexpr uint64_t kPendingEventNs = UINT64_MAX / 2;
 void RunOrHold(Stream& stream, const std::function<void()>& op);
 // cuStreamWaitEvent: the stream waits for an event whose completion may not be known yet.
 void WaitEventOnStream(Stream& stream, Event& event);
+// Holds `stream` until `ready()` returns true, evaluated (under the gate's lock, so it must not
+// call back into it) once the work before it has ended; it may consume what it waited for.
+void HoldUntil(Stream& stream, std::function<bool()> ready);
+// A simulated write landed that a held wait may be waiting for: look again now.
+void NotifyGateWrite();
 // Whether `stream` is held (cuStreamQuery: not ready).
 bool StreamHeld(const Stream& stream);
 // Blocks until `stream` is not held (synchronisation); every stream of `ctx` for WaitContextReleased.
