@@ -10,8 +10,8 @@ function(fgpu_target_defaults target)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     target_compile_options(${target} PRIVATE -Wno-error=restrict)
   endif()
-  # A unity build (CMAKE_UNITY_BUILD: the dev and tsan presets) compiles a target's sources as
-  # includes of one file, where GCC takes a class with a member of an anonymous-namespace type
+  # A unity build (CMAKE_UNITY_BUILD: the dev and tsan presets, one unit per target) compiles a
+  # target's sources as includes of one file, where GCC takes a class with a member of an anonymous-namespace type
   # for a header's: -Wsubobject-linkage is a false alarm there.
   if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     target_compile_options(${target} PRIVATE -Wno-subobject-linkage)

@@ -88,6 +88,13 @@ class MemoryAccounting {
   template <typename Free>
   CUresult Freed(PointerKind kind, uint64_t key, Free&& free_call);
 
+  // Takes key's entry out of the table (false: there is none), for a caller that replaces it.
+  bool Claim(PointerKind kind, uint64_t key, ClaimedEntry* claimed) {
+    claimed->kind = kind;
+    claimed->key = key;
+    return table_->Erase(kind, key, &claimed->entry);
+  }
+
   // Context teardown: claims every entry the context owns (before the driver destroys it, as a
   // free does), then Settle credits them all if the driver succeeded or restores them if not.
   std::vector<ClaimedEntry> ClaimOwnedBy(CUcontext ctx);

@@ -94,6 +94,25 @@ ContextMeter::Baseline ContextMeter::Before(CUdevice device, CUcontext other) {
   return before;
 }
 
+bool ContextMeter::Change(const Baseline& before, CUdevice device, CUcontext ctx, int64_t* taken) {
+  if (before.nvml) {
+    uint64_t after = 0;
+    bool found = false;
+    if (NvmlUsage(device, &after, &found) && found) {
+      *taken = static_cast<int64_t>(after) - static_cast<int64_t>(before.nvml_bytes);
+      return true;
+    }
+  }
+  if (before.mem_info) {
+    uint64_t free_after = 0;
+    if (FreeWith(ctx, &free_after)) {
+      *taken = static_cast<int64_t>(before.free_bytes) - static_cast<int64_t>(free_after);
+      return true;
+    }
+  }
+  return false;
+}
+
 OverheadMeasurement ContextMeter::After(const Baseline& before, CUdevice device, CUcontext created) {
   if (before.nvml) {
     uint64_t after = 0;

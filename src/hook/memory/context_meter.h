@@ -63,6 +63,10 @@ class ContextMeter {
   // `other`: a live context of this process on `device`, or null.
   Baseline Before(CUdevice device, CUcontext other);
   OverheadMeasurement After(const Baseline& before, CUdevice device, CUcontext created);
+  // What this process took (positive) or gave back (negative) on `device` since `before`, read
+  // with `ctx` current; false when neither NVML nor cuMemGetInfo could measure it (no estimate:
+  // a module or a limit has no typical size).
+  bool Change(const Baseline& before, CUdevice device, CUcontext ctx, int64_t* taken);
 
  private:
   // This process's usage on the device per NVML. False: NVML unusable. *found: pid listed.

@@ -13,7 +13,8 @@ MemoryHook::MemoryHook(slice::Ledger* ledger)
                                 calls_.nvml_device_get_uuid}),
       accounting_(ledger, &devices_, &table_, &calls_),
       meter_(&calls_, &devices_),
-      contexts_(&accounting_, &meter_, &calls_) {}
+      contexts_(&accounting_, &meter_, &calls_),
+      loads_(&accounting_, &meter_) {}
 
 MemoryView MemoryHook::View(int slice_device, uint64_t physical_total, uint64_t physical_free) const {
   const bool in_slice = slice_device != kNotInSlice;

@@ -18,6 +18,7 @@
 #include "hook/memory/context_meter.h"
 #include "hook/memory/device_map.h"
 #include "hook/memory/device_view.h"
+#include "hook/memory/load_accounting.h"
 #include "hook/memory/pointer_table.h"
 
 namespace fgpu::hook {
@@ -30,6 +31,7 @@ class MemoryHook {
 
   MemoryAccounting& accounting() { return accounting_; }
   ContextAccounting& contexts() { return contexts_; }
+  LoadAccounting& loads() { return loads_; }
   DeviceMap& devices() { return devices_; }
 
   // The virtual view of a slice device (kNotInSlice: cap 0) over the driver's physical numbers.
@@ -43,6 +45,7 @@ class MemoryHook {
   MemoryAccounting accounting_;
   ContextMeter meter_;
   ContextAccounting contexts_;
+  LoadAccounting loads_;
 };
 
 MemoryHook* EnforcingMemoryHook();

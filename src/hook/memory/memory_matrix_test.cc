@@ -17,7 +17,9 @@ namespace {
 using testing::BackgroundProcess;
 using testing::FindEvent;
 using testing::kMiBytes;
+using testing::PhysicalUsage;
 using testing::SimMachine;
+using testing::SliceUsed;
 
 constexpr const char* kMatrixUuid = "GPU-4d454d4f-5259-4d41-5452-495800000001";
 constexpr const char* kOtherUuid = "GPU-4d454d4f-5259-4d41-5452-495800000002";
@@ -35,26 +37,6 @@ std::string OneMatrixDevice() {
 
 // What a fill of 64 MiB chunks gets into `room` bytes.
 uint64_t Fill(uint64_t room) { return room / kChunk * kChunk; }
-
-// The simulator's own per-process usage of `pid`, read by a probe without the hook.
-uint64_t PhysicalUsage(SimMachine& machine, pid_t pid) {
-  int exit_code = -1;
-  const std::vector<nlohmann::json> events = machine.RunProbe({"info"}, machine.SimEnv(), &exit_code);
-  const nlohmann::json info = FindEvent(events, "info");
-  EXPECT_EQ(exit_code, 0);
-  if (info.is_null()) return UINT64_MAX;
-  for (const nlohmann::json& process : info["nvml"]["processes"]) {
-    if (process["pid"].get<pid_t>() == pid) return process["used"].get<uint64_t>();
-  }
-  ADD_FAILURE() << "pid " << pid << " not in " << info.dump();
-  return UINT64_MAX;
-}
-
-uint64_t SliceUsed(const std::string& slice_dir) {
-  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir);
-  EXPECT_TRUE(admin.ok()) << admin.status().message();
-  return admin.ok() ? admin->Usage().used.at(0) : UINT64_MAX;
-}
 
 class MemoryMatrixTest : public ::testing::Test {
  protected:

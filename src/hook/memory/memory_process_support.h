@@ -210,4 +210,24 @@ inline nlohmann::json FindEvent(const std::vector<nlohmann::json>& events, const
   return nullptr;
 }
 
+// The simulator's own per-process usage of `pid`, read by a probe without the hook.
+inline uint64_t PhysicalUsage(SimMachine& machine, pid_t pid) {
+  int exit_code = -1;
+  const nlohmann::json info = FindEvent(machine.RunProbe({"info"}, machine.SimEnv(), &exit_code), "info");
+  EXPECT_EQ(exit_code, 0);
+  if (info.is_null()) return UINT64_MAX;
+  for (const nlohmann::json& process : info["nvml"]["processes"]) {
+    if (process["pid"].get<pid_t>() == pid) return process["used"].get<uint64_t>();
+  }
+  ADD_FAILURE() << "pid " << pid << " not in " << info.dump();
+  return UINT64_MAX;
+}
+
+// What the slice's ledger says its first device uses.
+inline uint64_t SliceUsed(const std::string& slice_dir) {
+  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir);
+  EXPECT_TRUE(admin.ok()) << admin.status().message();
+  return admin.ok() ? admin->Usage().used.at(0) : UINT64_MAX;
+}
+
 }  // namespace fgpu::hook::testing

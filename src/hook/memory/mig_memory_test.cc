@@ -23,8 +23,8 @@ constexpr uint64_t kInstance = 40448 * kMiBytes;  // 3g.40gb on an H100 80GB: 39
 constexpr uint64_t kSmall = 20096 * kMiBytes;     // 2g.20gb: 19.62 GiB
 constexpr uint64_t kMigCap = 10240 * kMiBytes;
 constexpr uint64_t kMigContext = 500 * kMiBytes;  // the simulator's default per context
-constexpr uint64_t kChunk = 64 * kMiBytes;
-constexpr int kHoldMs = 30000;
+constexpr uint64_t kMigChunk = 64 * kMiBytes;
+constexpr int kMigHoldMs = 30000;
 
 std::string MigH100() {
   return std::string(R"([{"uuid": ")") + kMigUuid + R"(", "mig": ["3g.40gb", "2g.20gb", "2g.20gb"]}])";
@@ -59,11 +59,11 @@ TEST_F(MigMemoryTest, ASliceInsideAMigInstanceCapsItsWorkloadThere) {
   EXPECT_EQ(info["mem_get_info"]["total"].get<uint64_t>(), kMigCap);
 
   std::unique_ptr<BackgroundProcess> holder =
-      machine.Probe({"fill", "--chunk", "64MiB", "--hold-ms", std::to_string(kHoldMs)}, hooked);
+      machine.Probe({"fill", "--chunk", "64MiB", "--hold-ms", std::to_string(kMigHoldMs)}, hooked);
   ASSERT_TRUE(holder->WaitForEvent("mem_get_info")) << holder->Stderr();
   const nlohmann::json fill = holder->Event("fill");
   EXPECT_EQ(fill["stop_error"], "CUDA_ERROR_OUT_OF_MEMORY") << fill.dump();
-  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), (kMigCap - kMigContext) / kChunk * kChunk) << fill.dump();
+  EXPECT_EQ(fill["allocated_bytes"].get<uint64_t>(), (kMigCap - kMigContext) / kMigChunk * kMigChunk) << fill.dump();
 
   // The other instance is untouched by the slice's workload.
   std::vector<std::string> other = machine.SimEnv();

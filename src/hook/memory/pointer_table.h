@@ -29,6 +29,9 @@ enum class PointerKind : uint32_t {
   kVmmHandle = 2,       // cuMemCreate
   kArray = 3,           // cuArrayCreate*, cuArray3DCreate*
   kMipmappedArray = 4,  // cuMipmappedArrayCreate
+  kModule = 5,          // cuModuleLoad* (measured)
+  kLibrary = 6,         // cuLibraryLoad* (measured)
+  kContextLimit = 7,    // cuCtxSetLimit: a (context, limit) pair's reservation (measured)
 };
 
 struct PointerEntry {

@@ -18,7 +18,9 @@ namespace {
 using testing::BackgroundProcess;
 using testing::FindEvent;
 using testing::kMiBytes;
+using testing::PhysicalUsage;
 using testing::SimMachine;
+using testing::SliceUsed;
 
 constexpr const char* kPoolUuid = "GPU-4d454d4f-5259-4d41-5452-495800000001";
 constexpr uint64_t kPoolCap = 1024 * kMiBytes;
@@ -28,24 +30,6 @@ constexpr uint64_t kPool = 600 * kMiBytes;
 std::string OnePoolDevice() {
   return std::string(R"([{"uuid": ")") + kPoolUuid +
          R"(", "memory": "8GiB", "granularity": "2MiB", "context_overhead": "300MiB"}])";
-}
-
-uint64_t SliceUsed(const std::string& slice_dir) {
-  Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(slice_dir);
-  EXPECT_TRUE(admin.ok()) << admin.status().message();
-  return admin.ok() ? admin->Usage().used.at(0) : UINT64_MAX;
-}
-
-uint64_t PhysicalUsage(SimMachine& machine, pid_t pid) {
-  int exit_code = -1;
-  const nlohmann::json info = FindEvent(machine.RunProbe({"info"}, machine.SimEnv(), &exit_code), "info");
-  EXPECT_EQ(exit_code, 0);
-  if (info.is_null()) return UINT64_MAX;
-  for (const nlohmann::json& process : info["nvml"]["processes"]) {
-    if (process["pid"].get<pid_t>() == pid) return process["used"].get<uint64_t>();
-  }
-  ADD_FAILURE() << "pid " << pid << " not in " << info.dump();
-  return UINT64_MAX;
 }
 
 class PoolMemoryTest : public ::testing::TestWithParam<std::string> {

@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kTenants[] = {"a1", "a2", "b1", "c1"};
 
-Cluster RandomCluster(Rng& rng) {
+Cluster RandomGovernedCluster(Rng& rng) {
   ModelTable models;
   (void)models.Intern("G");
   std::vector<NodeSpec> nodes;
@@ -94,7 +94,7 @@ GovernorOptions RandomOptions(Rng& rng) {
 // Checks every property after each pass; `out` gets the run's actions (for determinism).
 void RunGovernor(uint64_t seed, std::string* out) {
   Rng rng(seed);
-  Scheduler scheduler(RandomCluster(rng), std::move(MakePolicy("FGD+", {}).value()), {.seed = seed});
+  Scheduler scheduler(RandomGovernedCluster(rng), std::move(MakePolicy("FGD+", {}).value()), {.seed = seed});
   const QuotaTree quotas = RandomQuotas(rng, scheduler.cluster().total_gpu_milli());
   const GovernorOptions options = RandomOptions(rng);
   Governor governor(&scheduler, quotas, options);

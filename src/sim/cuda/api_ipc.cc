@@ -52,7 +52,7 @@ struct HandleBody {
 };
 static_assert(sizeof(HandleBody) <= CU_IPC_HANDLE_SIZE);
 
-struct Import {
+struct IpcImport {
   uint64_t base = 0;
   int references = 0;
 };
@@ -61,7 +61,7 @@ struct Import {
 struct IpcTables {
   std::mutex mu;
   std::map<uint64_t, int> exported;  // allocation base -> memfd
-  std::map<std::pair<int32_t, uint64_t>, Import> imports;  // (pid, buffer id) -> mapping
+  std::map<std::pair<int32_t, uint64_t>, IpcImport> imports;  // (pid, buffer id) -> mapping
 };
 std::atomic<int> g_ipc_entries{0};  // exported + imported: Release skips the lock at 0
 
@@ -202,7 +202,7 @@ CUresult OpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned flags
     ::munmap(mapped, body.size);
     return CUDA_ERROR_MAP_FAILED;
   }
-  tables.imports[key] = Import{a.base, 1};
+  tables.imports[key] = IpcImport{a.base, 1};
   g_ipc_entries.fetch_add(1);
   *pdptr = a.base;
   return CUDA_SUCCESS;

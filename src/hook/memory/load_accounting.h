@@ -1,0 +1,65 @@
+// LoadAccounting: the device memory that loading code and raising a context's limits take —
+// modules (cuModuleLoad*), libraries (cuLibraryLoad*), the stack, malloc heap and printf FIFO
+// of cuCtxSetLimit — measured as a context's overhead is (ContextMeter), since no call says
+// how much the driver placed on the device.
+//
+// Contract (docs/hook-memory.md "Modules, libraries and limits")
+// - Load: on the current context's device, a sample before, the driver's load, a sample after;
+//   what the process took is reserved on the slice (rounded to the granularity) and recorded
+//   under the module or library handle, owned by the context (modules) or the process
+//   (libraries: context-independent). Over the cap: the load is undone and
+//   CUDA_ERROR_OUT_OF_MEMORY returned. Nothing measurable taken (or no measurement possible):
+//   nothing is charged and the handle is not recorded.
+// - Unload: the record is claimed, the driver unloads, the charge is credited on success (or
+//   restored on failure). A context's destruction credits its modules with its other memory.
+// - SetLimit: measured the same way; growth is reserved (over the cap: the old value is set
+//   back and CUDA_ERROR_OUT_OF_MEMORY returned), memory the driver gives back is credited, up to
+//   what that (context, limit) pair was charged.
+// - One operation per device at a time (a per-device mutex, as for contexts): samples never
+//   interleave. These are slow paths; nothing here is on an allocation or launch path.
+#pragma once
+
+#include <pthread.h>
+
+#include <cstdint>
+
+#include "core/abi/cuda_types.h"
+#include "hook/interpose/function_ref.h"
+#include "hook/memory/accounting.h"
+#include "hook/memory/context_meter.h"
+
+namespace fgpu::hook {
+
+class LoadAccounting {
+ public:
+  static constexpr int kDeviceLocks = 64;
+
+  LoadAccounting(MemoryAccounting* memory, ContextMeter* meter);
+  LoadAccounting(const LoadAccounting&) = delete;
+  LoadAccounting& operator=(const LoadAccounting&) = delete;
+
+  // load(uint64_t* handle) calls the driver; unload(handle) undoes a load whose charge is refused.
+  CUresult Load(PointerKind kind, FunctionRef<CUresult(uint64_t*)> load, FunctionRef<void(uint64_t)> unload);
+  // unload() calls the driver for `handle`.
+  CUresult Unload(PointerKind kind, uint64_t handle, FunctionRef<CUresult()> unload);
+  // set(value) is the real cuCtxSetLimit(limit, value); get(*value) the real cuCtxGetLimit.
+  CUresult SetLimit(CUlimit limit, size_t value, FunctionRef<CUresult(size_t)> set,
+                    FunctionRef<CUresult(size_t*)> get);
+
+ private:
+  pthread_mutex_t* DeviceLock(CUdevice device) {
+    return &device_locks_[static_cast<unsigned>(device) % kDeviceLocks];
+  }
+  // Charges `taken` more bytes to (context, limit)'s record; false: refused over the cap.
+  bool GrowLimit(const Attribution& at, uint64_t key, uint64_t taken);
+  void ShrinkLimit(uint64_t key, uint64_t given_back);
+
+  MemoryAccounting* memory_;
+  ContextMeter* meter_;
+  pthread_mutex_t device_locks_[kDeviceLocks];
+};
+
+// The key of a (context, limit) pair among kContextLimit records.
+uint64_t ContextLimitKey(CUcontext ctx, CUlimit limit);
+
+}  // namespace fgpu::hook
