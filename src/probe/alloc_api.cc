@@ -13,6 +13,7 @@ constexpr struct {
     {AllocApi::kMemAlloc, "mem_alloc"}, {AllocApi::kPitch, "pitch"},     {AllocApi::kManaged, "managed"},
     {AllocApi::kVmm, "vmm"},            {AllocApi::kAsync, "async"},     {AllocApi::kPool, "pool"},
     {AllocApi::kArray, "array"},        {AllocApi::kArray3D, "array3d"}, {AllocApi::kMipmapped, "mipmapped"},
+    {AllocApi::kExternal, "external"},
 };
 
 }  // namespace

@@ -244,7 +244,7 @@ const char* UsageText() {
          "                                        or for every name fgpu declares (all)\n"
          "  attributes                            every device attribute fgpu declares\n"
          "\n"
-         "API: mem_alloc (default), pitch, managed, vmm, async, pool, array, array3d, mipmapped\n"
+         "API: mem_alloc (default), pitch, managed, vmm, async, pool, array, array3d, mipmapped, external\n"
          "SIZE: 4096, 4KiB, 512MiB, 1.5GiB, 1G (K/M/G/T are powers of 1024), 1GB (powers of 1000)\n"
          "exit status: 0 success, 1 CUDA error (an \"error\" line names the call), 2 bad usage\n";
 }

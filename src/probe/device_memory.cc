@@ -1,5 +1,8 @@
 #include "probe/device_memory.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -89,6 +92,8 @@ AllocOutcome DeviceMemory::Allocate(uint64_t bytes, DeviceBlock* block) {
     case AllocApi::kArray3D:
     case AllocApi::kMipmapped:
       return AllocateArray(bytes, block);
+    case AllocApi::kExternal:
+      return AllocateExternal(bytes, block);
   }
   return {CUDA_ERROR_INVALID_VALUE, "unknown api"};
 }
@@ -198,6 +203,36 @@ AllocOutcome DeviceMemory::AllocateArray(uint64_t bytes, DeviceBlock* block) {
   return {};
 }
 
+// Memory "another API" holds, as a graphics interop program imports it: a memfd of `bytes`
+// imported as an opaque file descriptor and mapped whole. A real driver accepts only descriptors
+// its own or Vulkan's exports made, so on a GPU this API reports the driver's refusal.
+AllocOutcome DeviceMemory::AllocateExternal(uint64_t bytes, DeviceBlock* block) {
+  const int fd = memfd_create("fgpu-probe-external", MFD_CLOEXEC);
+  if (fd < 0) return {CUDA_ERROR_OPERATING_SYSTEM, "memfd_create"};
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    return {CUDA_ERROR_OPERATING_SYSTEM, "ftruncate"};
+  }
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = fd;
+  desc.size = bytes;
+  const DriverTable& cu = session_.cu();
+  // On success the driver owns the descriptor (it closes it); on failure it is still ours.
+  if (CUresult rc = cu.cuImportExternalMemory(&block->external, &desc); rc != CUDA_SUCCESS) {
+    close(fd);
+    return {rc, "cuImportExternalMemory"};
+  }
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC buffer{};
+  buffer.size = bytes;
+  if (CUresult rc = cu.cuExternalMemoryGetMappedBuffer(&block->ptr, block->external, &buffer);
+      rc != CUDA_SUCCESS) {
+    cu.cuDestroyExternalMemory(block->external);
+    return {rc, "cuExternalMemoryGetMappedBuffer"};
+  }
+  return {};
+}
+
 bool DeviceMemory::Free(const DeviceBlock& block) {
   switch (block.api) {
     case AllocApi::kMemAlloc:
@@ -220,6 +255,10 @@ bool DeviceMemory::Free(const DeviceBlock& block) {
       return FGPU_PROBE_CALL(session_, cuArrayDestroy, block.array);
     case AllocApi::kMipmapped:
       return FGPU_PROBE_CALL(session_, cuMipmappedArrayDestroy, block.mipmapped);
+    case AllocApi::kExternal: {
+      const bool unmapped = FGPU_PROBE_CALL(session_, cuMemFree_v2, block.ptr);
+      return FGPU_PROBE_CALL(session_, cuDestroyExternalMemory, block.external) && unmapped;
+    }
   }
   return false;
 }

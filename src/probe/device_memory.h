@@ -29,7 +29,7 @@
 
 namespace fgpu::probe {
 
-enum class AllocApi { kMemAlloc, kPitch, kManaged, kVmm, kAsync, kPool, kArray, kArray3D, kMipmapped };
+enum class AllocApi { kMemAlloc, kPitch, kManaged, kVmm, kAsync, kPool, kArray, kArray3D, kMipmapped, kExternal };
 
 std::string_view AllocApiName(AllocApi api);
 bool ParseAllocApi(std::string_view text, AllocApi* api);
@@ -44,6 +44,7 @@ struct DeviceBlock {
   CUmemGenericAllocationHandle handle = 0;  // vmm
   CUarray array = nullptr;  // array, array3d
   CUmipmappedArray mipmapped = nullptr;
+  CUexternalMemory external = nullptr;  // external: the import its ptr is a mapped buffer of
   std::vector<uint64_t> shape;  // pitch: {pitch, rows}; arrays: {width, height[, depth]}
 };
 
@@ -77,6 +78,7 @@ class DeviceMemory {
   AllocOutcome AllocateVmm(uint64_t bytes, DeviceBlock* block);
   AllocOutcome AllocateStreamOrdered(uint64_t bytes, DeviceBlock* block);
   AllocOutcome AllocateArray(uint64_t bytes, DeviceBlock* block);
+  AllocOutcome AllocateExternal(uint64_t bytes, DeviceBlock* block);
   // The stream for async/pool APIs and the pool, created on first use.
   AllocOutcome EnsureStream();
   AllocOutcome EnsurePool();

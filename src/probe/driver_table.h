@@ -77,6 +77,9 @@
   X(cuArrayDestroy, cuArrayDestroy, 2000)                                   \
   X(cuMipmappedArrayCreate, cuMipmappedArrayCreate, 5000)                   \
   X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 5000)                 \
+  X(cuImportExternalMemory, cuImportExternalMemory, 10000)                  \
+  X(cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedBuffer, 10000) \
+  X(cuDestroyExternalMemory, cuDestroyExternalMemory, 10000)                \
   X(cuModuleLoadData, cuModuleLoadData, 2000)                               \
   X(cuModuleUnload, cuModuleUnload, 2000)                                   \
   X(cuModuleGetFunction, cuModuleGetFunction, 2000)                         \

@@ -50,8 +50,8 @@ class MemoryMatrixTest : public ::testing::Test {
 };
 
 TEST_F(MemoryMatrixTest, EveryApiThroughEveryLookupStopsAtTheCap) {
-  const std::vector<std::string> apis = {"mem_alloc", "pitch", "managed", "vmm",      "async",
-                                         "pool",      "array", "array3d", "mipmapped"};
+  const std::vector<std::string> apis = {"mem_alloc", "pitch",   "managed",   "vmm",     "async",
+                                         "pool",      "array",   "array3d",   "mipmapped", "external"};
   const std::vector<std::string> lookups = {"direct", "dlsym", "procaddress", "procaddress_v2"};
   const uint64_t allocated = Fill(kMatrixCap - kMatrixContext);
   for (const std::string& api : apis) {

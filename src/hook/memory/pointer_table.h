@@ -32,6 +32,7 @@ enum class PointerKind : uint32_t {
   kModule = 5,          // cuModuleLoad* (measured)
   kLibrary = 6,         // cuLibraryLoad* (measured)
   kContextLimit = 7,    // cuCtxSetLimit: a (context, limit) pair's reservation (measured)
+  kExternalMemory = 8,  // cuImportExternalMemory
 };
 
 struct PointerEntry {
