@@ -49,6 +49,30 @@ case_numba_unpinned_meets_cuda_13() {
   expect_out_contains 'cuCtxGetDevice results in CUDA_ERROR_INVALID_CONTEXT'
 }
 
+# A context's malloc heap is device memory the driver reserves at cuCtxSetLimit: in a 1 GiB slice
+# a 512 MiB heap is charged (free drops by it) and a 2 GiB one is refused with
+# CUDA_ERROR_OUT_OF_MEMORY, the heap left as it was (docs/hook-memory.md "Modules, libraries and
+# limits"); lowering it gives the memory back.
+case_heap_limit_in_a_slice() {
+  [ -f "$FGPU_BUILD_SIM_LIBDIR/libcuda.so.1" ] || skip "the simulated driver is not built"
+  [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
+  [ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+  mib=1048576
+  run_fgpu sim run --segment "/fgpu-e2e-heap-$$" -- "$FGPU" run --memory 1GiB -- \
+    /usr/bin/python3 "$PROGRAMS/context_limits.py" $((520 * mib)) $((2056 * mib)) $((8 * mib))
+  expect_status 0
+  raised=$(printf '%s\n' "$OUT" | grep "\"asked\": $((520 * mib)),")
+  refused=$(printf '%s\n' "$OUT" | grep "\"asked\": $((2056 * mib)),")
+  lowered=$(printf '%s\n' "$OUT" | grep "\"asked\": $((8 * mib)),")
+  free_of() { printf '%s' "$1" | sed -n 's/.*"free": \([0-9]*\).*/\1/p'; }
+  case "$raised" in *'"code": 0,'*) ;; *) fail "raising the heap to 520 MiB failed: $raised" ;; esac
+  case "$refused" in *'"code": 2,'*"\"heap\": $((520 * mib)),"*) ;;
+    *) fail "a 2 GiB heap in a 1 GiB slice was not refused with the heap kept: $refused" ;; esac
+  case "$lowered" in *'"code": 0,'*) ;; *) fail "lowering the heap failed: $lowered" ;; esac
+  [ $(($(free_of "$lowered") - $(free_of "$raised"))) -eq $((512 * mib)) ] ||
+    fail "the 512 MiB the heap held did not come back: $raised / $lowered"
+}
+
 # Under fgpu run --memory 4GiB numba sees a 4 GiB GPU and gets CUDA_ERROR_OUT_OF_MEMORY past it.
 case_numba_in_a_slice() {
   require_numba

@@ -30,6 +30,20 @@ CUresult Synchronize(Context* ctx) {
   return CUDA_SUCCESS;
 }
 
+// What a context's stack, heap and FIFO limits reserve on the device beyond the defaults its
+// creation paid for (the context overhead): the heap and the FIFO as set, the stack for every
+// thread the device can hold at once (cuda.h: "reservations of device memory" that
+// cuCtxSetLimit makes, failing with CUDA_ERROR_OUT_OF_MEMORY).
+uint64_t LimitReservation(const Context& ctx) {
+  constexpr uint64_t kThreadsPerSm = 2048;  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
+  const Context defaults;
+  const uint64_t threads = static_cast<uint64_t>(Runtime::Get().spec(ctx.device).sm_count) * kThreadsPerSm;
+  const auto above = [](size_t value, size_t base) -> uint64_t { return value > base ? value - base : 0; };
+  return above(ctx.stack_limit, defaults.stack_limit) * threads +
+         above(ctx.malloc_heap_limit, defaults.malloc_heap_limit) +
+         above(ctx.printf_fifo_limit, defaults.printf_fifo_limit);
+}
+
 }  // namespace
 
 extern "C" {
@@ -188,12 +202,24 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   Context* ctx = nullptr;
   if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   std::lock_guard lock(ctx->mu);
+  size_t* slot = nullptr;
   switch (limit) {
-    case CU_LIMIT_STACK_SIZE: ctx->stack_limit = value; return CUDA_SUCCESS;
-    case CU_LIMIT_MALLOC_HEAP_SIZE: ctx->malloc_heap_limit = value; return CUDA_SUCCESS;
-    case CU_LIMIT_PRINTF_FIFO_SIZE: ctx->printf_fifo_limit = value; return CUDA_SUCCESS;
+    case CU_LIMIT_STACK_SIZE: slot = &ctx->stack_limit; break;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: slot = &ctx->malloc_heap_limit; break;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: slot = &ctx->printf_fifo_limit; break;
     default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
   }
+  const uint64_t before = Runtime::Get().RoundToGranularity(ctx->device, LimitReservation(*ctx));
+  const size_t old_value = *slot;
+  *slot = value;
+  const uint64_t after = Runtime::Get().RoundToGranularity(ctx->device, LimitReservation(*ctx));
+  if (after > before && !Runtime::Get().Charge(ctx->device, after - before)) {
+    *slot = old_value;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (after < before) Runtime::Get().Credit(ctx->device, before - after);
+  ctx->charged_overhead = ctx->charged_overhead - before + after;  // credited with the context
+  return CUDA_SUCCESS;
 }
 
 CUresult cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
