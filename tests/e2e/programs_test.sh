@@ -73,6 +73,27 @@ case_heap_limit_in_a_slice() {
     fail "the 512 MiB the heap held did not come back: $raised / $lowered"
 }
 
+# A VMM allocation shared through a file descriptor (NCCL's and PyTorch's expandable segments' way)
+# is charged once, to its creator: the import and its release leave the slice's free memory as
+# it was; releasing the original gives the 1 GiB back (HAMi's exporter-only policy too).
+case_vmm_share_in_a_slice() {
+  [ -f "$FGPU_BUILD_SIM_LIBDIR/libcuda.so.1" ] || skip "the simulated driver is not built"
+  [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
+  [ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+  run_fgpu sim run --segment "/fgpu-e2e-vmm-share-$$" -- "$FGPU" run --memory 4GiB -- \
+    /usr/bin/python3 "$PROGRAMS/vmm_share.py" $((1 * GIB))
+  expect_status 0
+  free_at() { printf '%s\n' "$OUT" | sed -n "s/.*\"step\": \"$1\", \"code\": 0, \"free\": \([0-9]*\).*/\1/p"; }
+  start=$(free_at start) created=$(free_at create) imported=$(free_at import)
+  released_import=$(free_at release_import) released=$(free_at release)
+  [ -n "$start" ] && [ -n "$created" ] && [ -n "$imported" ] && [ -n "$released_import" ] && [ -n "$released" ] ||
+    fail "a step failed: $OUT"
+  [ $((start - created)) -eq $GIB ] || fail "creating 1 GiB charged $((start - created)) bytes: $OUT"
+  [ "$imported" -eq "$created" ] && [ "$released_import" -eq "$created" ] ||
+    fail "the import changed what the slice is charged: $OUT"
+  [ "$released" -eq "$start" ] || fail "releasing the original did not give the 1 GiB back: $OUT"
+}
+
 # Under fgpu run --memory 4GiB numba sees a 4 GiB GPU and gets CUDA_ERROR_OUT_OF_MEMORY past it.
 case_numba_in_a_slice() {
   require_numba
