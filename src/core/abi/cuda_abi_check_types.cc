@@ -1189,7 +1189,9 @@ namespace ours {
   H(CUgraphDeviceNode, CUgraphDeviceUpdatableNode_st) \
   H(CUgreenCtx, CUgreenCtx_st) \
   H(CUexternalMemory, CUextMemory_st) \
-  H(CUexternalSemaphore, CUextSemaphore_st)
+  H(CUexternalSemaphore, CUextSemaphore_st) \
+  H(CUtexref, CUtexref_st) \
+  H(CUsurfref, CUsurfref_st)
 
 // Typedefs of a scalar type: the same type on both sides.
 #define FGPU_SCALAR_TYPEDEFS(T) \

@@ -561,6 +561,26 @@ CUresult cuWaitExternalSemaphoresAsync_ptsz(const CUexternalSemaphore* extSemArr
                                             unsigned int numExtSems, CUstream stream);
 CUresult cuDestroyExternalSemaphore(CUexternalSemaphore extSem);
 
+// Module and library variables, kernels of libraries, parameter layouts, texture references
+CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name);
+CUresult cuLibraryGetManaged(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name);
+CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library);
+CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib);
+CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary lib);
+CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
+                               void** jitOptionsValues, unsigned int numJitOptions, CUlibraryOption* libraryOptions,
+                               void** libraryOptionValues, unsigned int numLibraryOptions);
+CUresult cuLibraryGetUnifiedFunction(void** fptr, CUlibrary library, const char* symbol);
+CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
+CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev);
+CUresult cuKernelGetName(const char** name, CUkernel hfunc);
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset, size_t* paramSize);
+CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel);
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset, size_t* paramSize);
+CUresult cuModuleGetTexRef(CUtexref* pTexRef, CUmodule hmod, const char* name);
+CUresult cuModuleGetSurfRef(CUsurfref* pSurfRef, CUmodule hmod, const char* name);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -1,9 +1,9 @@
-// Modules, libraries and functions. PTX images are parsed for their `.entry` names so
-// that looking up a missing kernel fails as on a real driver; binary images (cubin,
-// fatbin) are accepted without inspection and any name resolves (so enumerating one
+// Modules, libraries and functions. PTX images are parsed (ptx_image.h) for their `.entry`
+// names, so that looking up a missing kernel fails as on a real driver, their parameter layout
+// and their module-scope variables (placed in device memory, module_globals.h); binary images
+// (cubin, fatbin) are accepted without inspection and any name resolves (so enumerating one
 // lists only the functions looked up so far).
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +17,8 @@
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/launch.h"
 #include "sim/cuda/memory_registry.h"
+#include "sim/cuda/module.h"
+#include "sim/cuda/module_globals.h"
 #include "sim/cuda/runtime.h"
 
 using fgpu::sim::cuda::Context;
@@ -40,22 +42,6 @@ bool IsBinaryImage(const void* image) {
   return std::memcmp(image, "\x7f" "ELF", 4) == 0 || magic == kFatbinMagic || magic == kFatbinWrapperMagic;
 }
 
-// Entry names declared in PTX text: `.entry name(` or `.entry name` followed by space.
-std::vector<std::string> PtxEntries(std::string_view ptx) {
-  std::vector<std::string> entries;
-  for (size_t at = ptx.find(".entry"); at != std::string_view::npos; at = ptx.find(".entry", at + 6)) {
-    size_t begin = at + 6;
-    while (begin < ptx.size() && (ptx[begin] == ' ' || ptx[begin] == '\t')) ++begin;
-    size_t end = begin;
-    while (end < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[end])) || ptx[end] == '_' ||
-                                ptx[end] == '$' || ptx[end] == '.')) {
-      ++end;
-    }
-    if (end > begin) entries.emplace_back(ptx.substr(begin, end - begin));
-  }
-  return entries;
-}
-
 CUresult BuildModule(const void* image, Context* ctx, Module** out) {
   if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto module = std::make_unique<Module>();
@@ -68,7 +54,13 @@ CUresult BuildModule(const void* image, Context* ctx, Module** out) {
     if (ptx.find(".version") == std::string_view::npos || ptx.find(".target") == std::string_view::npos) {
       return CUDA_ERROR_INVALID_PTX;
     }
-    module->entries = PtxEntries(ptx);
+    module->ptx = fgpu::sim::cuda::ParsePtx(ptx);
+    for (const auto& entry : module->ptx.entries) module->entries.push_back(entry.name);
+  }
+  module->library = ctx == nullptr;
+  // A module's variables take device memory when it loads; a library's when a context first uses it.
+  if (ctx != nullptr) {
+    if (CUresult rc = fgpu::sim::cuda::PlaceModuleGlobals(*module, ctx); rc != CUDA_SUCCESS) return rc;
   }
   HandleRegistry::Get().Insert(module.get(), Kind::kModule);
   *out = module.release();
@@ -92,6 +84,7 @@ CUresult Unload(void* handle) {
   if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   for (auto& [name, function] : module->functions) HandleRegistry::Get().Erase(function.get());
   HandleRegistry::Get().Erase(module);
+  fgpu::sim::cuda::ReleaseModuleGlobals(*module);
   delete module;
   return CUDA_SUCCESS;
 }
@@ -179,21 +172,32 @@ CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name)
   return CUDA_SUCCESS;
 }
 
-// Module globals are not simulated: PTX `.global` variables would need an allocator of
-// their own. The driver's answer for a missing symbol is returned.
+// A PTX image's .global/.const variables, placed when it loaded; a binary image declares none
+// the simulator can read. dptr and bytes are each optional, as documented.
 CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod, const char* name) {
-  (void)dptr;
-  (void)bytes;
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!HandleRegistry::Get().Is(hmod, Kind::kModule)) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_ERROR_NOT_FOUND;
+  Module* module = HandleRegistry::Get().Lookup<Module>(hmod, Kind::kModule);
+  if (module == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return Guarded([&] {
+    if (module->library) {  // a library handle used as a module: placed in the current context
+      Context* ctx = nullptr;
+      if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+      if (CUresult rc = fgpu::sim::cuda::PlaceModuleGlobals(*module, ctx); rc != CUDA_SUCCESS) return rc;
+    }
+    return fgpu::sim::cuda::FindModuleGlobal(*module, name, false, dptr, bytes);
+  });
 }
 
+// The 32-bit form can name only a variable placed below 4 GiB, which the simulator does not do.
 CUresult cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod, const char* name) {
-  (void)dptr;
-  (void)bytes;
-  return cuModuleGetGlobal_v2(nullptr, nullptr, hmod, name);
+  CUdeviceptr address = 0;
+  size_t size = 0;
+  if (CUresult rc = cuModuleGetGlobal_v2(&address, &size, hmod, name); rc != CUDA_SUCCESS) return rc;
+  if (address > UINT32_MAX || size > UINT32_MAX) return CUDA_ERROR_INVALID_VALUE;
+  if (dptr != nullptr) *dptr = static_cast<CUdeviceptr_v1>(address);
+  if (bytes != nullptr) *bytes = static_cast<unsigned int>(size);
+  return CUDA_SUCCESS;
 }
 
 CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
@@ -371,3 +375,11 @@ CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
 }
 
 }  // extern "C"
+
+namespace fgpu::sim::cuda {
+
+CUresult ModuleBuild(const void* image, Context* ctx, Module** out) { return BuildModule(image, ctx, out); }
+CUresult ModuleFunction(void* module, const char* name, Function** out) { return GetFunction(module, name, out); }
+std::vector<std::string> ModuleFunctionNames(Module& module) { return FunctionNames(module); }
+
+}  // namespace fgpu::sim::cuda

@@ -44,6 +44,7 @@ enum class AllocKind : uint8_t {
   kVmmMapping,      // one piece of a cuMemMap mapping
   kIpcImport,       // cuIpcOpenMemHandle: another process's allocation, charged there
   kExternalBuffer,  // cuExternalMemoryGetMappedBuffer: a view of imported memory, charged by the import
+  kModuleGlobal,    // a module's .global/.const variable; the first of a module's carries its charge
 };
 
 // Bit of an accessor in Allocation::read_mask / write_mask: device d is bit d.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/abi/cuda_types.h"
+#include "sim/cuda/ptx_image.h"
 
 namespace fgpu::sim::cuda {
 
@@ -94,11 +95,16 @@ void ReleaseSharedEventPage(Event& event);
 
 struct Function;
 struct Module {
-  Context* ctx = nullptr;
+  Context* ctx = nullptr;  // nullptr for a library (cuLibraryLoadData), which no context owns
+  bool library = false;
   // Entry names parsed from PTX. Empty with `opaque` set: a cubin/fatbin image we cannot
   // parse, so any name is accepted.
   std::vector<std::string> entries;
   bool opaque = false;
+  PtxImage ptx;  // what a PTX image declares (empty for a binary one)
+  // Where ptx.variables live once placed (module_globals.h): one address per variable, in order.
+  std::vector<uint64_t> global_addresses;
+  bool globals_placed = false;
   std::mutex mu;
   std::unordered_map<std::string, std::unique_ptr<Function>> functions;
 };
