@@ -73,6 +73,28 @@ case_heap_limit_in_a_slice() {
     fail "the 512 MiB the heap held did not come back: $raised / $lowered"
 }
 
+# A module's globals are device memory its load takes: in a 1 GiB slice (500 MiB of it the
+# context) two modules of 200 MiB load, the third is refused with CUDA_ERROR_OUT_OF_MEMORY, and
+# unloading gives everything back (docs/hook-memory.md "Modules, libraries and limits").
+case_module_globals_in_a_slice() {
+  [ -f "$FGPU_BUILD_SIM_LIBDIR/libcuda.so.1" ] || skip "the simulated driver is not built"
+  [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
+  [ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+  mib=1048576
+  run_fgpu sim run --segment "/fgpu-e2e-module-$$" -- "$FGPU" run --memory 1GiB -- \
+    /usr/bin/python3 "$PROGRAMS/module_globals.py" $((200 * mib)) 3
+  expect_status 0
+  expect_out_contains '"step": "load", "code": 0, "free": '
+  loaded=$(printf '%s\n' "$OUT" | grep -c '"step": "load", "code": 0,')
+  refused=$(printf '%s\n' "$OUT" | grep -c '"step": "load", "code": 2,')
+  [ "$loaded" -eq 2 ] && [ "$refused" -eq 1 ] || fail "expected two loads and one refusal: $OUT"
+  start=$(printf '%s\n' "$OUT" | sed -n 's/.*"step": "start", "code": 0, "free": \([0-9]*\).*/\1/p')
+  first=$(printf '%s\n' "$OUT" | sed -n 's/.*"step": "load", "code": 0, "free": \([0-9]*\), "index": 0.*/\1/p')
+  last=$(printf '%s\n' "$OUT" | sed -n 's/.*"step": "unload", "code": 0, "free": \([0-9]*\).*/\1/p' | tail -n 1)
+  [ $((start - first)) -eq $((200 * mib)) ] || fail "a 200 MiB module was charged $((start - first)) bytes: $OUT"
+  [ "$last" -eq "$start" ] || fail "unloading did not give the modules' memory back: $OUT"
+}
+
 # A VMM allocation shared through a file descriptor (NCCL's and PyTorch's expandable segments' way)
 # is charged once, to its creator: the import and its release leave the slice's free memory as
 # it was; releasing the original gives the 1 GiB back (HAMi's exporter-only policy too).

@@ -34,6 +34,25 @@ CUresult LoadModule(CUmodule* module, Load&& load) {
       });
 }
 
+// load() is one of the real cuLibraryLoad* calls, writing *library.
+template <typename Load>
+CUresult LoadLibrary(CUlibrary* library, Load&& load) {
+  MemoryHook* hook = EnforcingMemoryHook();
+  if (hook == nullptr || library == nullptr) return load();
+  const auto unload = FGPU_REAL_CUDA(cuLibraryUnload);
+  return hook->loads().Load(
+      PointerKind::kLibrary,
+      [&](uint64_t* handle) {
+        const CUresult rc = load();
+        *handle = reinterpret_cast<uint64_t>(*library);
+        return rc;
+      },
+      [&](uint64_t) {
+        if (unload != nullptr) unload(*library);
+        *library = nullptr;
+      });
+}
+
 }  // namespace
 
 extern "C" {
@@ -76,24 +95,21 @@ CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* j
                            void** libraryOptionValues, unsigned int numLibraryOptions) {
   const auto real = FGPU_REAL_CUDA(cuLibraryLoadData);
   if (real == nullptr) return MissingRealCuda();
-  const auto load = [&] {
+  return LoadLibrary(library, [&] {
     return real(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues,
                 numLibraryOptions);
-  };
-  MemoryHook* hook = EnforcingMemoryHook();
-  if (hook == nullptr || library == nullptr) return load();
-  const auto unload = FGPU_REAL_CUDA(cuLibraryUnload);
-  return hook->loads().Load(
-      PointerKind::kLibrary,
-      [&](uint64_t* handle) {
-        const CUresult rc = load();
-        *handle = reinterpret_cast<uint64_t>(*library);
-        return rc;
-      },
-      [&](uint64_t) {
-        if (unload != nullptr) unload(*library);
-        *library = nullptr;
-      });
+  });
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jitOptions,
+                               void** jitOptionsValues, unsigned int numJitOptions, CUlibraryOption* libraryOptions,
+                               void** libraryOptionValues, unsigned int numLibraryOptions) {
+  const auto real = FGPU_REAL_CUDA(cuLibraryLoadFromFile);
+  if (real == nullptr) return MissingRealCuda();
+  return LoadLibrary(library, [&] {
+    return real(library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                libraryOptionValues, numLibraryOptions);
+  });
 }
 
 CUresult cuLibraryUnload(CUlibrary library) {
