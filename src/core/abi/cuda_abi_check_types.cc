@@ -24,6 +24,7 @@
 // Also declares the legacy 32-bit structs (CUDA_MEMCPY2D_v1, ...).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 #undef __cuda_cuda_h__
 #undef CU_UUID_HAS_BEEN_DEFINED
@@ -560,6 +561,67 @@ namespace ours {
   X(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D11_KEYED_MUTEX_KMT) \
   X(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD) \
   X(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32)
+#define FGPU_ENUM_CUasyncNotificationType(X, A) X(CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET)
+#define FGPU_ENUM_CUflushGPUDirectRDMAWritesTarget(X, A) X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX)
+#define FGPU_ENUM_CUflushGPUDirectRDMAWritesScope(X, A) \
+  X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER) \
+  X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES)
+#define FGPU_ENUM_CUflushGPUDirectRDMAWritesOptions(X, A) \
+  X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST) \
+  X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS)
+#define FGPU_ENUM_CUmemRangeHandleType(X, A) \
+  X(CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD) \
+  X(CU_MEM_RANGE_HANDLE_TYPE_MAX)
+#define FGPU_ENUM_CUmemRangeFlags(X, A) X(CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)
+#define FGPU_ENUM_CUatomicOperation(X, A) \
+  X(CU_ATOMIC_OPERATION_INTEGER_ADD) \
+  X(CU_ATOMIC_OPERATION_INTEGER_MIN) \
+  X(CU_ATOMIC_OPERATION_INTEGER_MAX) \
+  X(CU_ATOMIC_OPERATION_INTEGER_INCREMENT) \
+  X(CU_ATOMIC_OPERATION_INTEGER_DECREMENT) \
+  X(CU_ATOMIC_OPERATION_AND) \
+  X(CU_ATOMIC_OPERATION_OR) \
+  X(CU_ATOMIC_OPERATION_XOR) \
+  X(CU_ATOMIC_OPERATION_EXCHANGE) \
+  X(CU_ATOMIC_OPERATION_CAS) \
+  X(CU_ATOMIC_OPERATION_FLOAT_ADD) \
+  X(CU_ATOMIC_OPERATION_FLOAT_MIN) \
+  X(CU_ATOMIC_OPERATION_FLOAT_MAX) \
+  X(CU_ATOMIC_OPERATION_MAX)
+#define FGPU_ENUM_CUatomicOperationCapability(X, A) \
+  X(CU_ATOMIC_CAPABILITY_SIGNED) \
+  X(CU_ATOMIC_CAPABILITY_UNSIGNED) \
+  X(CU_ATOMIC_CAPABILITY_REDUCTION) \
+  X(CU_ATOMIC_CAPABILITY_SCALAR_32) \
+  X(CU_ATOMIC_CAPABILITY_SCALAR_64) \
+  X(CU_ATOMIC_CAPABILITY_SCALAR_128) \
+  X(CU_ATOMIC_CAPABILITY_VECTOR_32x4)
+#define FGPU_ENUM_CUcoredumpSettings(X, A) \
+  X(CU_COREDUMP_ENABLE_ON_EXCEPTION) \
+  X(CU_COREDUMP_TRIGGER_HOST) \
+  X(CU_COREDUMP_LIGHTWEIGHT) \
+  X(CU_COREDUMP_ENABLE_USER_TRIGGER) \
+  X(CU_COREDUMP_FILE) \
+  X(CU_COREDUMP_PIPE) \
+  X(CU_COREDUMP_GENERATION_FLAGS) \
+  X(CU_COREDUMP_MAX)
+#define FGPU_ENUM_CUCoredumpGenerationFlags(X, A) \
+  X(CU_COREDUMP_DEFAULT_FLAGS) \
+  X(CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES) \
+  X(CU_COREDUMP_SKIP_GLOBAL_MEMORY) \
+  X(CU_COREDUMP_SKIP_SHARED_MEMORY) \
+  X(CU_COREDUMP_SKIP_LOCAL_MEMORY) \
+  X(CU_COREDUMP_SKIP_ABORT) \
+  X(CU_COREDUMP_SKIP_CONSTBANK_MEMORY) \
+  X(CU_COREDUMP_LIGHTWEIGHT_FLAGS)
+#define FGPU_ENUM_CUmemDecompressAlgorithm(X, A) \
+  X(CU_MEM_DECOMPRESS_UNSUPPORTED) \
+  X(CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE) \
+  X(CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY) \
+  X(CU_MEM_DECOMPRESS_ALGORITHM_LZ4)
+#define FGPU_ENUM_CUoutput_mode(X, A) \
+  X(CU_OUT_KEY_VALUE_PAIR) \
+  X(CU_OUT_CSV)
 #define FGPU_ENUM_CUjitInputType(X, A) \
   X(CU_JIT_INPUT_CUBIN) \
   X(CU_JIT_INPUT_PTX) \
@@ -1071,6 +1133,20 @@ namespace ours {
   M(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1, flags) \
   M(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1, reserved)
 
+#define FGPU_MEMBERS_CUasyncNotificationInfo(M) \
+  M(CUasyncNotificationInfo, type) \
+  M(CUasyncNotificationInfo, info) \
+  M(CUasyncNotificationInfo, info.overBudget) \
+  M(CUasyncNotificationInfo, info.overBudget.bytesOverBudget)
+#define FGPU_MEMBERS_CUmemDecompressParams(M) \
+  M(CUmemDecompressParams, srcNumBytes) \
+  M(CUmemDecompressParams, dstNumBytes) \
+  M(CUmemDecompressParams, dstActBytes) \
+  M(CUmemDecompressParams, src) \
+  M(CUmemDecompressParams, dst) \
+  M(CUmemDecompressParams, algo) \
+  M(CUmemDecompressParams, padding)
+
 #define FGPU_ENUM_TYPES(E) \
   E(CUresult, cudaError_enum) \
   E(CUdevice_attribute, CUdevice_attribute_enum) \
@@ -1110,6 +1186,18 @@ namespace ours {
   E(CUstreamMemoryBarrier_flags, CUstreamMemoryBarrier_flags_enum) \
   E(CUexternalMemoryHandleType, CUexternalMemoryHandleType_enum) \
   E(CUexternalSemaphoreHandleType, CUexternalSemaphoreHandleType_enum) \
+  E(CUasyncNotificationType, CUasyncNotificationType_enum) \
+  E(CUflushGPUDirectRDMAWritesTarget, CUflushGPUDirectRDMAWritesTarget_enum) \
+  E(CUflushGPUDirectRDMAWritesScope, CUflushGPUDirectRDMAWritesScope_enum) \
+  E(CUflushGPUDirectRDMAWritesOptions, CUflushGPUDirectRDMAWritesOptions_enum) \
+  E(CUmemRangeHandleType, CUmemRangeHandleType_enum) \
+  E(CUmemRangeFlags, CUmemRangeFlags_enum) \
+  E(CUatomicOperation, CUatomicOperation_enum) \
+  E(CUatomicOperationCapability, CUatomicOperationCapability_enum) \
+  E(CUcoredumpSettings, CUcoredumpSettings_enum) \
+  E(CUCoredumpGenerationFlags, CUCoredumpGenerationFlags) \
+  E(CUmemDecompressAlgorithm, CUmemDecompressAlgorithm_enum) \
+  E(CUoutput_mode, CUoutput_mode_enum) \
   E(CUlibraryOption, CUlibraryOption_enum) \
   E(CUaccessProperty, CUaccessProperty_enum) \
   E(CUsynchronizationPolicy, CUsynchronizationPolicy_enum) \
@@ -1169,7 +1257,9 @@ namespace ours {
   S(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1, CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st) \
   S(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_v1, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st) \
   S(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st) \
-  S(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st)
+  S(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st) \
+  S(CUasyncNotificationInfo, CUasyncNotificationInfo_st) \
+  S(CUmemDecompressParams, CUmemDecompressParams_st)
 
 #define FGPU_HANDLE_TYPES(H) \
   H(CUcontext, CUctx_st) \
@@ -1191,7 +1281,8 @@ namespace ours {
   H(CUexternalMemory, CUextMemory_st) \
   H(CUexternalSemaphore, CUextSemaphore_st) \
   H(CUtexref, CUtexref_st) \
-  H(CUsurfref, CUsurfref_st)
+  H(CUsurfref, CUsurfref_st) \
+  H(CUasyncCallbackHandle, CUasyncCallbackEntry_st)
 
 // Typedefs of a scalar type: the same type on both sides.
 #define FGPU_SCALAR_TYPEDEFS(T) \
@@ -1349,7 +1440,8 @@ constexpr bool SameCallback(R1 (*)(A1...), R2 (*)(A2...)) {
 static_assert(SameCallback(ours::CUstreamCallback{}, ::CUstreamCallback{}), "CUstreamCallback");
 static_assert(SameCallback(ours::CUhostFn{}, ::CUhostFn{}), "CUhostFn");
 static_assert(SameCallback(ours::CUoccupancyB2DSize{}, ::CUoccupancyB2DSize{}), "CUoccupancyB2DSize");
+static_assert(SameCallback(ours::CUasyncCallback{}, ::CUasyncCallback{}), "CUasyncCallback");
 
 }  // namespace
 
-extern const int kFgpuTypeChecks = kEnumValues + kListedValues + kStructChecks + kTypedefChecks + 3;
+extern const int kFgpuTypeChecks = kEnumValues + kListedValues + kStructChecks + kTypedefChecks + 4;

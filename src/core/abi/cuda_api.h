@@ -581,6 +581,54 @@ CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOff
 CUresult cuModuleGetTexRef(CUtexref* pTexRef, CUmodule hmod, const char* name);
 CUresult cuModuleGetSurfRef(CUsurfref* pSurfRef, CUmodule hmod, const char* name);
 
+// Platform features: export tables, legacy attach, L2 persistence, profiler setup, RDMA flushes,
+// execution affinity, NvSciSync, async notifications, atomics over links, dma-buf handles,
+// coredump settings, cluster occupancy, batched prefetches and discards, decompression
+CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* pExportTableId);
+CUresult cuCtxAttach(CUcontext* pctx, unsigned int flags);
+CUresult cuCtxDetach(CUcontext ctx);
+CUresult cuCtxResetPersistingL2Cache(void);
+CUresult cuProfilerInitialize(const char* configFile, const char* outputFile, CUoutput_mode outputMode);
+CUresult cuFlushGPUDirectRDMAWrites(CUflushGPUDirectRDMAWritesTarget target, CUflushGPUDirectRDMAWritesScope scope);
+CUresult cuCtxGetExecAffinity(CUexecAffinityParam* pExecAffinity, CUexecAffinityType type);
+CUresult cuDeviceGetExecAffinitySupport(int* pi, CUexecAffinityType type, CUdevice dev);
+CUresult cuDeviceGetNvSciSyncAttributes(void* nvSciSyncAttrList, CUdevice dev, int flags);
+CUresult cuDeviceRegisterAsyncNotification(CUdevice device, CUasyncCallback callbackFunc, void* userData,
+                                           CUasyncCallbackHandle* callback);
+CUresult cuDeviceUnregisterAsyncNotification(CUdevice device, CUasyncCallbackHandle callback);
+CUresult cuDeviceGetHostAtomicCapabilities(unsigned int* capabilities, const CUatomicOperation* operations,
+                                           unsigned int count, CUdevice dev);
+CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int* capabilities, const CUatomicOperation* operations,
+                                          unsigned int count, CUdevice srcDevice, CUdevice dstDevice);
+CUresult cuMemGetHandleForAddressRange(void* handle, CUdeviceptr dptr, size_t size, CUmemRangeHandleType handleType,
+                                       unsigned long long flags);
+CUresult cuCoredumpGetAttribute(CUcoredumpSettings attrib, void* value, size_t* size);
+CUresult cuCoredumpGetAttributeGlobal(CUcoredumpSettings attrib, void* value, size_t* size);
+CUresult cuCoredumpSetAttribute(CUcoredumpSettings attrib, void* value, size_t* size);
+CUresult cuCoredumpSetAttributeGlobal(CUcoredumpSettings attrib, void* value, size_t* size);
+CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func, const CUlaunchConfig* config);
+CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func, const CUlaunchConfig* config);
+CUresult cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+                                 size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
+                                 CUstream hStream);
+CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+                                      size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
+                                      CUstream hStream);
+CUresult cuMemDiscardBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags,
+                                CUstream hStream);
+CUresult cuMemDiscardBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags,
+                                     CUstream hStream);
+CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                           CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                           size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                                size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+CUresult cuMemBatchDecompressAsync(CUmemDecompressParams* paramsArray, size_t count, unsigned int flags,
+                                   size_t* errorIndex, CUstream stream);
+CUresult cuMemBatchDecompressAsync_ptsz(CUmemDecompressParams* paramsArray, size_t count, unsigned int flags,
+                                        size_t* errorIndex, CUstream stream);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -1420,6 +1420,118 @@ typedef enum CUgraphMem_attribute_enum {
   CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3,
 } CUgraphMem_attribute;
 
+// ---------------------------------------------------------------- platform features
+// Async notifications (cuDeviceRegisterAsyncNotification).
+typedef struct CUasyncCallbackEntry_st* CUasyncCallbackHandle;
+typedef enum CUasyncNotificationType_enum {
+  CU_ASYNC_NOTIFICATION_TYPE_OVER_BUDGET = 0x1,
+} CUasyncNotificationType;
+typedef struct CUasyncNotificationInfo_st {
+  CUasyncNotificationType type;
+  union {
+    struct {
+      unsigned long long bytesOverBudget;
+    } overBudget;
+  } info;
+} CUasyncNotificationInfo;
+typedef void (*CUasyncCallback)(CUasyncNotificationInfo* info, void* userData, CUasyncCallbackHandle callback);
+
+// GPUDirect RDMA write flushing (cuFlushGPUDirectRDMAWrites).
+typedef enum CUflushGPUDirectRDMAWritesTarget_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0,
+} CUflushGPUDirectRDMAWritesTarget;
+typedef enum CUflushGPUDirectRDMAWritesScope_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100,
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES = 200,
+} CUflushGPUDirectRDMAWritesScope;
+typedef enum CUflushGPUDirectRDMAWritesOptions_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST = 1 << 0,
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS = 1 << 1,
+} CUflushGPUDirectRDMAWritesOptions;
+
+// Handles for address ranges (cuMemGetHandleForAddressRange).
+typedef enum CUmemRangeHandleType_enum {
+  CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 0x1,
+  CU_MEM_RANGE_HANDLE_TYPE_MAX = 0x7FFFFFFF,
+} CUmemRangeHandleType;
+typedef enum CUmemRangeFlags_enum {
+  CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE = 0x1,
+} CUmemRangeFlags;
+
+// Atomic operations over a link (cuDeviceGetHostAtomicCapabilities, cuDeviceGetP2PAtomicCapabilities).
+typedef enum CUatomicOperation_enum {
+  CU_ATOMIC_OPERATION_INTEGER_ADD = 0,
+  CU_ATOMIC_OPERATION_INTEGER_MIN = 1,
+  CU_ATOMIC_OPERATION_INTEGER_MAX = 2,
+  CU_ATOMIC_OPERATION_INTEGER_INCREMENT = 3,
+  CU_ATOMIC_OPERATION_INTEGER_DECREMENT = 4,
+  CU_ATOMIC_OPERATION_AND = 5,
+  CU_ATOMIC_OPERATION_OR = 6,
+  CU_ATOMIC_OPERATION_XOR = 7,
+  CU_ATOMIC_OPERATION_EXCHANGE = 8,
+  CU_ATOMIC_OPERATION_CAS = 9,
+  CU_ATOMIC_OPERATION_FLOAT_ADD = 10,
+  CU_ATOMIC_OPERATION_FLOAT_MIN = 11,
+  CU_ATOMIC_OPERATION_FLOAT_MAX = 12,
+  CU_ATOMIC_OPERATION_MAX,
+} CUatomicOperation;
+typedef enum CUatomicOperationCapability_enum {
+  CU_ATOMIC_CAPABILITY_SIGNED = 1u << 0,
+  CU_ATOMIC_CAPABILITY_UNSIGNED = 1u << 1,
+  CU_ATOMIC_CAPABILITY_REDUCTION = 1u << 2,
+  CU_ATOMIC_CAPABILITY_SCALAR_32 = 1u << 3,
+  CU_ATOMIC_CAPABILITY_SCALAR_64 = 1u << 4,
+  CU_ATOMIC_CAPABILITY_SCALAR_128 = 1u << 5,
+  CU_ATOMIC_CAPABILITY_VECTOR_32x4 = 1u << 6,
+} CUatomicOperationCapability;
+
+// GPU coredump settings (cuCoredumpGet/SetAttribute[Global]).
+typedef enum CUcoredumpSettings_enum {
+  CU_COREDUMP_ENABLE_ON_EXCEPTION = 1,
+  CU_COREDUMP_TRIGGER_HOST,
+  CU_COREDUMP_LIGHTWEIGHT,
+  CU_COREDUMP_ENABLE_USER_TRIGGER,
+  CU_COREDUMP_FILE,
+  CU_COREDUMP_PIPE,
+  CU_COREDUMP_GENERATION_FLAGS,
+  CU_COREDUMP_MAX,
+} CUcoredumpSettings;
+typedef enum CUCoredumpGenerationFlags {
+  CU_COREDUMP_DEFAULT_FLAGS = 0,
+  CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES = (1 << 0),
+  CU_COREDUMP_SKIP_GLOBAL_MEMORY = (1 << 1),
+  CU_COREDUMP_SKIP_SHARED_MEMORY = (1 << 2),
+  CU_COREDUMP_SKIP_LOCAL_MEMORY = (1 << 3),
+  CU_COREDUMP_SKIP_ABORT = (1 << 4),
+  CU_COREDUMP_SKIP_CONSTBANK_MEMORY = (1 << 5),
+  CU_COREDUMP_LIGHTWEIGHT_FLAGS = CU_COREDUMP_SKIP_NONRELOCATED_ELF_IMAGES | CU_COREDUMP_SKIP_GLOBAL_MEMORY |
+                                  CU_COREDUMP_SKIP_SHARED_MEMORY | CU_COREDUMP_SKIP_LOCAL_MEMORY |
+                                  CU_COREDUMP_SKIP_CONSTBANK_MEMORY,
+} CUCoredumpGenerationFlags;
+
+// Memory decompression (cuMemBatchDecompressAsync).
+typedef enum CUmemDecompressAlgorithm_enum {
+  CU_MEM_DECOMPRESS_UNSUPPORTED = 0,
+  CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE = 1 << 0,
+  CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY = 1 << 1,
+  CU_MEM_DECOMPRESS_ALGORITHM_LZ4 = 1 << 2,
+} CUmemDecompressAlgorithm;
+typedef struct CUmemDecompressParams_st {
+  size_t srcNumBytes;
+  size_t dstNumBytes;
+  cuuint32_t* dstActBytes;
+  const void* src;
+  void* dst;
+  CUmemDecompressAlgorithm algo;
+  unsigned char padding[20];
+} CUmemDecompressParams;
+
+// Profiler output (cuProfilerInitialize, deprecated).
+typedef enum CUoutput_mode_enum {
+  CU_OUT_KEY_VALUE_PAIR = 0x00,
+  CU_OUT_CSV = 0x01,
+} CUoutput_mode;
+
 // ---------------------------------------------------------------- driver entry points
 typedef enum CUdriverProcAddress_flags_enum {
   CU_GET_PROC_ADDRESS_DEFAULT = 0x0,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -311,6 +312,71 @@ CUmemLocation LocationOf(CUdevice device) {
   return location;
 }
 
+// --- batches (CUDA 13.0) ---------------------------------------------------------------------
+
+// The stream of a batch: any but the legacy NULL stream, not being captured.
+CUresult BatchStream(CUstream handle, bool per_thread, Stream** stream) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, stream); rc != CUDA_SUCCESS) return rc;
+  if (*stream == (*stream)->ctx->legacy_stream.get()) return CUDA_ERROR_INVALID_VALUE;
+  if ((*stream)->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  return CUDA_SUCCESS;
+}
+
+// Every range inside one managed allocation.
+CUresult BatchRanges(const CUdeviceptr* dptrs, const size_t* sizes, size_t count) {
+  if (count == 0 || dptrs == nullptr || sizes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    if (!ManagedAllocation(dptrs[i], sizes[i])) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+// Locations and the index of the first operation each applies to: the first 0, increasing, the
+// last below `count`, no more locations than operations.
+CUresult BatchLocations(const CUmemLocation* locations, const size_t* firsts, size_t n, size_t count) {
+  if (n == 0 || n > count || locations == nullptr || firsts == nullptr || firsts[0] != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if ((k > 0 && firsts[k] <= firsts[k - 1]) || firsts[k] >= count) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = CheckLocation(locations[k]); rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult PrefetchBatch(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locations, size_t* firsts,
+                       size_t n, unsigned long long flags, CUstream handle, bool per_thread, bool discard) {
+  Stream* stream = nullptr;
+  if (CUresult rc = BatchStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;  // reserved
+  if (CUresult rc = BatchRanges(dptrs, sizes, count); rc != CUDA_SUCCESS) return rc;
+  if (!discard || locations != nullptr || n != 0) {
+    if (CUresult rc = BatchLocations(locations, firsts, n, count); rc != CUDA_SUCCESS) return rc;
+  }
+  // Discarded contents are "indeterminate" until written: keeping them is one such value.
+  for (size_t i = 0, k = 0; n != 0 && i < count; ++i) {
+    while (k + 1 < n && firsts[k + 1] <= i) ++k;
+    const AdviceLocation where = Recorded(locations[k]);
+    if (sizes[i] == 0) continue;
+    if (const auto allocation = ManagedAllocation(dptrs[i], sizes[i])) {
+      ApplyAdvice(*allocation, dptrs[i], sizes[i], [&](PageAdvice& page) { page.last_prefetch = where; });
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+// Hopper has no decompression engine (CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK is 0).
+CUresult BatchDecompress(const CUmemDecompressParams* params, size_t count, unsigned flags, size_t* error_index,
+                         CUstream handle, bool per_thread) {
+  if (error_index != nullptr) *error_index = SIZE_MAX;  // a general error, no single operation's
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  Stream* stream = nullptr;
+  if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  if (params == nullptr || count == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 }  // namespace
 
 void ForgetManagedAdvice(const Allocation& allocation) {
@@ -371,6 +437,58 @@ CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t lengt
 }
 CUresult cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) {
   return sim::Guarded([&] { return sim::AttachMem(hStream, dptr, length, flags, true); });
+}
+
+
+CUresult cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+                                 size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
+                                 CUstream hStream) {
+  return sim::Guarded([&] {
+    return sim::PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+                              false, false);
+  });
+}
+CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* prefetchLocs,
+                                      size_t* prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
+                                      CUstream hStream) {
+  return sim::Guarded([&] {
+    return sim::PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+                              true, false);
+  });
+}
+CUresult cuMemDiscardBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags,
+                                CUstream hStream) {
+  return sim::Guarded(
+      [&] { return sim::PrefetchBatch(dptrs, sizes, count, nullptr, nullptr, 0, flags, hStream, false, true); });
+}
+CUresult cuMemDiscardBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count, unsigned long long flags,
+                                     CUstream hStream) {
+  return sim::Guarded(
+      [&] { return sim::PrefetchBatch(dptrs, sizes, count, nullptr, nullptr, 0, flags, hStream, true, true); });
+}
+CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                           CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                           size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  return sim::Guarded([&] {
+    return sim::PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+                              false, false);
+  });
+}
+CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr* dptrs, size_t* sizes, size_t count,
+                                                CUmemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                                size_t numPrefetchLocs, unsigned long long flags, CUstream hStream) {
+  return sim::Guarded([&] {
+    return sim::PrefetchBatch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+                              true, false);
+  });
+}
+CUresult cuMemBatchDecompressAsync(CUmemDecompressParams* paramsArray, size_t count, unsigned int flags,
+                                   size_t* errorIndex, CUstream stream) {
+  return sim::Guarded([&] { return sim::BatchDecompress(paramsArray, count, flags, errorIndex, stream, false); });
+}
+CUresult cuMemBatchDecompressAsync_ptsz(CUmemDecompressParams* paramsArray, size_t count, unsigned int flags,
+                                        size_t* errorIndex, CUstream stream) {
+  return sim::Guarded([&] { return sim::BatchDecompress(paramsArray, count, flags, errorIndex, stream, true); });
 }
 
 }  // extern "C"

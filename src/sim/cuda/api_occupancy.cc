@@ -12,6 +12,7 @@
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 
+using fgpu::sim::cuda::Context;
 using fgpu::sim::cuda::Function;
 using fgpu::sim::cuda::Guarded;
 using fgpu::sim::cuda::HandleRegistry;
@@ -73,7 +74,14 @@ CUresult Lookup(CUfunction handle, Function** function, int* device) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   *function = HandleRegistry::Get().Lookup<Function>(handle, Kind::kFunction);
   if (*function == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  *device = (*function)->module->ctx->device;
+  // A library's kernel (a CUkernel cast to CUfunction) has no context: the current one's device.
+  if (Context* owner = (*function)->module->ctx; owner != nullptr) {
+    *device = owner->device;
+    return CUDA_SUCCESS;
+  }
+  Context* current = nullptr;
+  if (CUresult rc = Runtime::Get().CurrentContext(&current); rc != CUDA_SUCCESS) return rc;
+  *device = current->device;
   return CUDA_SUCCESS;
 }
 
@@ -137,9 +145,79 @@ CUresult AvailableDynamicShared(size_t* out, CUfunction handle, int num_blocks, 
   return CUDA_SUCCESS;
 }
 
+// Clusters (compute capability 9.0): a cluster's blocks run at once on the SMs of one GPC. The
+// simulated device's SMs are spread evenly over GPCs of at most kSmsPerGpc (132 SMs: 8 GPCs of
+// 16 or 17); a cluster of up to 8 blocks is portable (16 with the non-portable opt-in, which the
+// simulator does not record, so 8 is the most it answers).
+constexpr int kSmsPerGpc = 18;
+constexpr int kPortableClusterSize = 8;
+
+// The cluster size a launch configuration names (CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), 0 if none.
+CUresult ConfiguredClusterSize(const CUlaunchConfig& config, int* size) {
+  *size = 0;
+  if (config.numAttrs > 0 && config.attrs == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    if (config.attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) continue;
+    const auto& dim = config.attrs[i].value.clusterDim;
+    if (dim.x == 0 || dim.y == 0 || dim.z == 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    const uint64_t blocks = uint64_t{dim.x} * dim.y * dim.z;
+    if (blocks > kPortableClusterSize) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    *size = static_cast<int>(blocks);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult ClusterBlocksPerSm(CUfunction handle, const CUlaunchConfig* config, int* blocks_per_sm, int* device) {
+  Function* function = nullptr;
+  if (CUresult rc = Lookup(handle, &function, device); rc != CUDA_SUCCESS) return rc;
+  if (config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (Runtime::Get().spec(*device).cc_major < 9) return CUDA_ERROR_NOT_SUPPORTED;  // no clusters before Hopper
+  const uint64_t block = uint64_t{config->blockDimX} * config->blockDimY * config->blockDimZ;
+  if (block == 0 || block > 1024) return CUDA_ERROR_INVALID_VALUE;
+  *blocks_per_sm = BlocksPerSm(LimitsOf(*device), *function, static_cast<int>(block), config->sharedMemBytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult MaxPotentialClusterSize(int* cluster_size, CUfunction handle, const CUlaunchConfig* config) {
+  int blocks_per_sm = 0, device = 0;
+  if (cluster_size == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult rc = ClusterBlocksPerSm(handle, config, &blocks_per_sm, &device); rc != CUDA_SUCCESS) return rc;
+  const int sms = LimitsOf(device).sms;
+  const int gpcs = std::max(1, (sms + kSmsPerGpc - 1) / kSmsPerGpc);
+  const int smallest_gpc = sms / gpcs;
+  *cluster_size = std::min(kPortableClusterSize, blocks_per_sm * smallest_gpc);
+  return CUDA_SUCCESS;
+}
+
+CUresult MaxActiveClusters(int* clusters, CUfunction handle, const CUlaunchConfig* config) {
+  int blocks_per_sm = 0, device = 0;
+  if (clusters == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult rc = ClusterBlocksPerSm(handle, config, &blocks_per_sm, &device); rc != CUDA_SUCCESS) return rc;
+  int size = 0;
+  if (CUresult rc = ConfiguredClusterSize(*config, &size); rc != CUDA_SUCCESS) return rc;
+  if (size == 0) return CUDA_ERROR_INVALID_VALUE;  // no required size: the configuration must name one
+  const int sms = LimitsOf(device).sms;
+  const int gpcs = std::max(1, (sms + kSmsPerGpc - 1) / kSmsPerGpc);
+  int total = 0;
+  for (int gpc = 0; gpc < gpcs; ++gpc) {
+    const int gpc_sms = sms / gpcs + (gpc < sms % gpcs ? 1 : 0);
+    total += blocks_per_sm * gpc_sms / size;
+  }
+  *clusters = total;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
+
+CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func, const CUlaunchConfig* config) {
+  return fgpu::sim::cuda::Guarded([&] { return MaxActiveClusters(numClusters, func, config); });
+}
+
+CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func, const CUlaunchConfig* config) {
+  return fgpu::sim::cuda::Guarded([&] { return MaxPotentialClusterSize(clusterSize, func, config); });
+}
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func, int blockSize,
                                                      size_t dynamicSMemSize) {

@@ -83,6 +83,10 @@ CUresult DeviceAttribute(const DeviceSpec& spec, int device, CUdevice_attribute 
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
     case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES: v = 1; break;
+    // cuFlushGPUDirectRDMAWrites: both options (coherent host-backed memory has nothing to flush).
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS:
+      v = CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST | CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_MEMOPS;
+      break;
     default: v = 0; break;  // capabilities the simulator does not model
   }
   *value = v;

@@ -78,6 +78,7 @@ struct Context {
   size_t printf_fifo_limit = 1u << 20;
   CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;  // cuCtxSetCacheConfig: a preference kept
   std::vector<unsigned long long> peers;  // ids of the contexts it has peer access to (under mu)
+  int attach_count = 0;  // cuCtxAttach minus cuCtxDetach (under mu)
 };
 
 struct Event {
