@@ -622,6 +622,46 @@ namespace ours {
 #define FGPU_ENUM_CUoutput_mode(X, A) \
   X(CU_OUT_KEY_VALUE_PAIR) \
   X(CU_OUT_CSV)
+#define FGPU_ENUM_CUtensorMapDataType(X, A) \
+  X(CU_TENSOR_MAP_DATA_TYPE_UINT8) \
+  X(CU_TENSOR_MAP_DATA_TYPE_UINT16) \
+  X(CU_TENSOR_MAP_DATA_TYPE_UINT32) \
+  X(CU_TENSOR_MAP_DATA_TYPE_INT32) \
+  X(CU_TENSOR_MAP_DATA_TYPE_UINT64) \
+  X(CU_TENSOR_MAP_DATA_TYPE_INT64) \
+  X(CU_TENSOR_MAP_DATA_TYPE_FLOAT16) \
+  X(CU_TENSOR_MAP_DATA_TYPE_FLOAT32) \
+  X(CU_TENSOR_MAP_DATA_TYPE_FLOAT64) \
+  X(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) \
+  X(CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ) \
+  X(CU_TENSOR_MAP_DATA_TYPE_TFLOAT32) \
+  X(CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ) \
+  X(CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B) \
+  X(CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) \
+  X(CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B)
+#define FGPU_ENUM_CUtensorMapInterleave(X, A) \
+  X(CU_TENSOR_MAP_INTERLEAVE_NONE) \
+  X(CU_TENSOR_MAP_INTERLEAVE_16B) \
+  X(CU_TENSOR_MAP_INTERLEAVE_32B)
+#define FGPU_ENUM_CUtensorMapSwizzle(X, A) \
+  X(CU_TENSOR_MAP_SWIZZLE_NONE) \
+  X(CU_TENSOR_MAP_SWIZZLE_32B) \
+  X(CU_TENSOR_MAP_SWIZZLE_64B) \
+  X(CU_TENSOR_MAP_SWIZZLE_128B) \
+  X(CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B) \
+  X(CU_TENSOR_MAP_SWIZZLE_128B_ATOM_32B_FLIP_8B) \
+  X(CU_TENSOR_MAP_SWIZZLE_128B_ATOM_64B)
+#define FGPU_ENUM_CUtensorMapL2promotion(X, A) \
+  X(CU_TENSOR_MAP_L2_PROMOTION_NONE) \
+  X(CU_TENSOR_MAP_L2_PROMOTION_L2_64B) \
+  X(CU_TENSOR_MAP_L2_PROMOTION_L2_128B) \
+  X(CU_TENSOR_MAP_L2_PROMOTION_L2_256B)
+#define FGPU_ENUM_CUtensorMapFloatOOBfill(X, A) \
+  X(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) \
+  X(CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
+#define FGPU_ENUM_CUtensorMapIm2ColWideMode(X, A) \
+  X(CU_TENSOR_MAP_IM2COL_WIDE_MODE_W) \
+  X(CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128)
 #define FGPU_ENUM_CUjitInputType(X, A) \
   X(CU_JIT_INPUT_CUBIN) \
   X(CU_JIT_INPUT_PTX) \
@@ -1147,6 +1187,8 @@ namespace ours {
   M(CUmemDecompressParams, algo) \
   M(CUmemDecompressParams, padding)
 
+#define FGPU_MEMBERS_CUtensorMap(M) M(CUtensorMap, opaque)
+
 #define FGPU_ENUM_TYPES(E) \
   E(CUresult, cudaError_enum) \
   E(CUdevice_attribute, CUdevice_attribute_enum) \
@@ -1198,6 +1240,12 @@ namespace ours {
   E(CUCoredumpGenerationFlags, CUCoredumpGenerationFlags) \
   E(CUmemDecompressAlgorithm, CUmemDecompressAlgorithm_enum) \
   E(CUoutput_mode, CUoutput_mode_enum) \
+  E(CUtensorMapDataType, CUtensorMapDataType_enum) \
+  E(CUtensorMapInterleave, CUtensorMapInterleave_enum) \
+  E(CUtensorMapSwizzle, CUtensorMapSwizzle_enum) \
+  E(CUtensorMapL2promotion, CUtensorMapL2promotion_enum) \
+  E(CUtensorMapFloatOOBfill, CUtensorMapFloatOOBfill_enum) \
+  E(CUtensorMapIm2ColWideMode, CUtensorMapIm2ColWideMode_enum) \
   E(CUlibraryOption, CUlibraryOption_enum) \
   E(CUaccessProperty, CUaccessProperty_enum) \
   E(CUsynchronizationPolicy, CUsynchronizationPolicy_enum) \
@@ -1259,7 +1307,8 @@ namespace ours {
   S(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st) \
   S(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st) \
   S(CUasyncNotificationInfo, CUasyncNotificationInfo_st) \
-  S(CUmemDecompressParams, CUmemDecompressParams_st)
+  S(CUmemDecompressParams, CUmemDecompressParams_st) \
+  S(CUtensorMap, CUtensorMap_st)
 
 #define FGPU_HANDLE_TYPES(H) \
   H(CUcontext, CUctx_st) \

@@ -629,6 +629,29 @@ CUresult cuMemBatchDecompressAsync(CUmemDecompressParams* paramsArray, size_t co
 CUresult cuMemBatchDecompressAsync_ptsz(CUmemDecompressParams* paramsArray, size_t count, unsigned int flags,
                                         size_t* errorIndex, CUstream stream);
 
+// Tensor maps (host-side encodings of Tensor Memory Accelerator descriptors)
+CUresult cuTensorMapEncodeTiled(CUtensorMap* tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
+                                void* globalAddress, const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
+                                const cuuint32_t* boxDim, const cuuint32_t* elementStrides,
+                                CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill);
+CUresult cuTensorMapEncodeIm2col(CUtensorMap* tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
+                                 void* globalAddress, const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
+                                 const int* pixelBoxLowerCorner, const int* pixelBoxUpperCorner,
+                                 cuuint32_t channelsPerPixel, cuuint32_t pixelsPerColumn,
+                                 const cuuint32_t* elementStrides, CUtensorMapInterleave interleave,
+                                 CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+                                 CUtensorMapFloatOOBfill oobFill);
+CUresult cuTensorMapEncodeIm2colWide(CUtensorMap* tensorMap, CUtensorMapDataType tensorDataType,
+                                     cuuint32_t tensorRank, void* globalAddress, const cuuint64_t* globalDim,
+                                     const cuuint64_t* globalStrides, int pixelBoxLowerCornerWidth,
+                                     int pixelBoxUpperCornerWidth, cuuint32_t channelsPerPixel,
+                                     cuuint32_t pixelsPerColumn, const cuuint32_t* elementStrides,
+                                     CUtensorMapInterleave interleave, CUtensorMapIm2ColWideMode mode,
+                                     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+                                     CUtensorMapFloatOOBfill oobFill);
+CUresult cuTensorMapReplaceAddress(CUtensorMap* tensorMap, void* globalAddress);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
