@@ -662,6 +662,21 @@ namespace ours {
 #define FGPU_ENUM_CUtensorMapIm2ColWideMode(X, A) \
   X(CU_TENSOR_MAP_IM2COL_WIDE_MODE_W) \
   X(CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128)
+#define FGPU_ENUM_CUprocessState(X, A) \
+  X(CU_PROCESS_STATE_RUNNING) \
+  X(CU_PROCESS_STATE_LOCKED) \
+  X(CU_PROCESS_STATE_CHECKPOINTED) \
+  X(CU_PROCESS_STATE_FAILED)
+#define FGPU_ENUM_CUlogLevel(X, A) \
+  X(CU_LOG_LEVEL_ERROR) \
+  X(CU_LOG_LEVEL_WARNING)
+#define FGPU_ENUM_CUmulticastGranularity_flags(X, A) \
+  X(CU_MULTICAST_GRANULARITY_MINIMUM) \
+  X(CU_MULTICAST_GRANULARITY_RECOMMENDED)
+#define FGPU_ENUM_CUgraphicsMapResourceFlags(X, A) \
+  X(CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE) \
+  X(CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY) \
+  X(CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD)
 #define FGPU_ENUM_CUjitInputType(X, A) \
   X(CU_JIT_INPUT_CUBIN) \
   X(CU_JIT_INPUT_PTX) \
@@ -1189,6 +1204,26 @@ namespace ours {
 
 #define FGPU_MEMBERS_CUtensorMap(M) M(CUtensorMap, opaque)
 
+#define FGPU_MEMBERS_CUcheckpointLockArgs(M) \
+  M(CUcheckpointLockArgs, timeoutMs) \
+  M(CUcheckpointLockArgs, reserved0) \
+  M(CUcheckpointLockArgs, reserved1)
+#define FGPU_MEMBERS_CUcheckpointCheckpointArgs(M) M(CUcheckpointCheckpointArgs, reserved)
+#define FGPU_MEMBERS_CUcheckpointGpuPair(M) \
+  M(CUcheckpointGpuPair, oldUuid) \
+  M(CUcheckpointGpuPair, newUuid)
+#define FGPU_MEMBERS_CUcheckpointRestoreArgs(M) \
+  M(CUcheckpointRestoreArgs, gpuPairs) \
+  M(CUcheckpointRestoreArgs, gpuPairsCount) \
+  M(CUcheckpointRestoreArgs, reserved) \
+  M(CUcheckpointRestoreArgs, reserved1)
+#define FGPU_MEMBERS_CUcheckpointUnlockArgs(M) M(CUcheckpointUnlockArgs, reserved)
+#define FGPU_MEMBERS_CUmulticastObjectProp_v1(M) \
+  M(CUmulticastObjectProp_v1, numDevices) \
+  M(CUmulticastObjectProp_v1, size) \
+  M(CUmulticastObjectProp_v1, handleTypes) \
+  M(CUmulticastObjectProp_v1, flags)
+
 #define FGPU_ENUM_TYPES(E) \
   E(CUresult, cudaError_enum) \
   E(CUdevice_attribute, CUdevice_attribute_enum) \
@@ -1246,6 +1281,10 @@ namespace ours {
   E(CUtensorMapL2promotion, CUtensorMapL2promotion_enum) \
   E(CUtensorMapFloatOOBfill, CUtensorMapFloatOOBfill_enum) \
   E(CUtensorMapIm2ColWideMode, CUtensorMapIm2ColWideMode_enum) \
+  E(CUprocessState, CUprocessState_enum) \
+  E(CUlogLevel, CUlogLevel_enum) \
+  E(CUmulticastGranularity_flags, CUmulticastGranularity_flags_enum) \
+  E(CUgraphicsMapResourceFlags, CUgraphicsMapResourceFlags_enum) \
   E(CUlibraryOption, CUlibraryOption_enum) \
   E(CUaccessProperty, CUaccessProperty_enum) \
   E(CUsynchronizationPolicy, CUsynchronizationPolicy_enum) \
@@ -1308,7 +1347,13 @@ namespace ours {
   S(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st) \
   S(CUasyncNotificationInfo, CUasyncNotificationInfo_st) \
   S(CUmemDecompressParams, CUmemDecompressParams_st) \
-  S(CUtensorMap, CUtensorMap_st)
+  S(CUtensorMap, CUtensorMap_st) \
+  S(CUcheckpointLockArgs, CUcheckpointLockArgs_st) \
+  S(CUcheckpointCheckpointArgs, CUcheckpointCheckpointArgs_st) \
+  S(CUcheckpointGpuPair, CUcheckpointGpuPair_st) \
+  S(CUcheckpointRestoreArgs, CUcheckpointRestoreArgs_st) \
+  S(CUcheckpointUnlockArgs, CUcheckpointUnlockArgs_st) \
+  S(CUmulticastObjectProp_v1, CUmulticastObjectProp_st)
 
 #define FGPU_HANDLE_TYPES(H) \
   H(CUcontext, CUctx_st) \
@@ -1331,7 +1376,9 @@ namespace ours {
   H(CUexternalSemaphore, CUextSemaphore_st) \
   H(CUtexref, CUtexref_st) \
   H(CUsurfref, CUsurfref_st) \
-  H(CUasyncCallbackHandle, CUasyncCallbackEntry_st)
+  H(CUasyncCallbackHandle, CUasyncCallbackEntry_st) \
+  H(CUlogsCallbackHandle, CUlogsCallbackEntry_st) \
+  H(CUgraphicsResource, CUgraphicsResource_st)
 
 // Typedefs of a scalar type: the same type on both sides.
 #define FGPU_SCALAR_TYPEDEFS(T) \
@@ -1340,7 +1387,8 @@ namespace ours {
   T(CUdeviceptr_v2) \
   T(CUdeviceptr_v1) \
   T(CUdevice_v1) \
-  T(CUmemGenericAllocationHandle_v1)
+  T(CUmemGenericAllocationHandle_v1) \
+  T(CUlogIterator)
 
 // T(alias, target): cuda.h maps the (often unversioned) alias to target.
 #define FGPU_TYPEDEF_ALIASES(T) \
@@ -1370,7 +1418,8 @@ namespace ours {
   T(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_v1) \
   T(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_v1) \
   T(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1) \
-  T(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1)
+  T(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1) \
+  T(CUmulticastObjectProp, CUmulticastObjectProp_v1)
 // clang-format on
 
 namespace {
@@ -1490,7 +1539,8 @@ static_assert(SameCallback(ours::CUstreamCallback{}, ::CUstreamCallback{}), "CUs
 static_assert(SameCallback(ours::CUhostFn{}, ::CUhostFn{}), "CUhostFn");
 static_assert(SameCallback(ours::CUoccupancyB2DSize{}, ::CUoccupancyB2DSize{}), "CUoccupancyB2DSize");
 static_assert(SameCallback(ours::CUasyncCallback{}, ::CUasyncCallback{}), "CUasyncCallback");
+static_assert(SameCallback(ours::CUlogsCallback{}, ::CUlogsCallback{}), "CUlogsCallback");
 
 }  // namespace
 
-extern const int kFgpuTypeChecks = kEnumValues + kListedValues + kStructChecks + kTypedefChecks + 4;
+extern const int kFgpuTypeChecks = kEnumValues + kListedValues + kStructChecks + kTypedefChecks + 5;

@@ -652,6 +652,41 @@ CUresult cuTensorMapEncodeIm2colWide(CUtensorMap* tensorMap, CUtensorMapDataType
                                      CUtensorMapFloatOOBfill oobFill);
 CUresult cuTensorMapReplaceAddress(CUtensorMap* tensorMap, void* globalAddress);
 
+// Checkpoints, driver logs, multicast objects, graphics interop
+CUresult cuCheckpointProcessGetState(int pid, CUprocessState* state);
+CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int* tid);
+CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs* args);
+CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs* args);
+CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs* args);
+CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs* args);
+CUresult cuLogsRegisterCallback(CUlogsCallback callbackFunc, void* userData, CUlogsCallbackHandle* callback_out);
+CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle callback);
+CUresult cuLogsCurrent(CUlogIterator* iterator_out, unsigned int flags);
+CUresult cuLogsDumpToFile(CUlogIterator* iterator, const char* pathToFile, unsigned int flags);
+CUresult cuLogsDumpToMemory(CUlogIterator* iterator, char* buffer, size_t* size, unsigned int flags);
+CUresult cuMulticastCreate(CUmemGenericAllocationHandle* mcHandle, const CUmulticastObjectProp* prop);
+CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev);
+CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
+                            CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size,
+                            unsigned long long flags);
+CUresult cuMulticastBindAddr(CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr, size_t size,
+                             unsigned long long flags);
+CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size);
+CUresult cuMulticastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,
+                                   CUmulticastGranularity_flags option);
+CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource);
+CUresult cuGraphicsSubResourceGetMappedArray(CUarray* pArray, CUgraphicsResource resource, unsigned int arrayIndex,
+                                             unsigned int mipLevel);
+CUresult cuGraphicsResourceGetMappedMipmappedArray(CUmipmappedArray* pMipmappedArray, CUgraphicsResource resource);
+CUresult cuGraphicsResourceGetMappedPointer(CUdeviceptr_v1* pDevPtr, unsigned int* pSize, CUgraphicsResource resource);
+CUresult cuGraphicsResourceGetMappedPointer_v2(CUdeviceptr* pDevPtr, size_t* pSize, CUgraphicsResource resource);
+CUresult cuGraphicsResourceSetMapFlags(CUgraphicsResource resource, unsigned int flags);
+CUresult cuGraphicsResourceSetMapFlags_v2(CUgraphicsResource resource, unsigned int flags);
+CUresult cuGraphicsMapResources(unsigned int count, CUgraphicsResource* resources, CUstream hStream);
+CUresult cuGraphicsMapResources_ptsz(unsigned int count, CUgraphicsResource* resources, CUstream hStream);
+CUresult cuGraphicsUnmapResources(unsigned int count, CUgraphicsResource* resources, CUstream hStream);
+CUresult cuGraphicsUnmapResources_ptsz(unsigned int count, CUgraphicsResource* resources, CUstream hStream);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -1596,6 +1596,62 @@ typedef enum CUoutput_mode_enum {
   CU_OUT_CSV = 0x01,
 } CUoutput_mode;
 
+// ---------------------------------------------------------------- checkpoints, logs, multicast, graphics
+typedef enum CUprocessState_enum {
+  CU_PROCESS_STATE_RUNNING = 0,
+  CU_PROCESS_STATE_LOCKED,
+  CU_PROCESS_STATE_CHECKPOINTED,
+  CU_PROCESS_STATE_FAILED,
+} CUprocessState;
+typedef struct CUcheckpointLockArgs_st {
+  unsigned int timeoutMs;
+  unsigned int reserved0;
+  cuuint64_t reserved1[7];
+} CUcheckpointLockArgs;
+typedef struct CUcheckpointCheckpointArgs_st {
+  cuuint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+typedef struct CUcheckpointGpuPair_st {
+  CUuuid oldUuid;
+  CUuuid newUuid;
+} CUcheckpointGpuPair;
+typedef struct CUcheckpointRestoreArgs_st {
+  CUcheckpointGpuPair* gpuPairs;
+  unsigned int gpuPairsCount;
+  char reserved[52 - sizeof(CUcheckpointGpuPair*)];
+  cuuint64_t reserved1;
+} CUcheckpointRestoreArgs;
+typedef struct CUcheckpointUnlockArgs_st {
+  cuuint64_t reserved[8];
+} CUcheckpointUnlockArgs;
+
+typedef enum CUlogLevel_enum {
+  CU_LOG_LEVEL_ERROR = 0,
+  CU_LOG_LEVEL_WARNING = 1,
+} CUlogLevel;
+typedef struct CUlogsCallbackEntry_st* CUlogsCallbackHandle;
+typedef void (*CUlogsCallback)(void* data, CUlogLevel logLevel, char* message, size_t length);
+typedef unsigned int CUlogIterator;
+
+typedef struct CUmulticastObjectProp_st {
+  unsigned int numDevices;
+  size_t size;
+  unsigned long long handleTypes;
+  unsigned long long flags;
+} CUmulticastObjectProp_v1;
+typedef CUmulticastObjectProp_v1 CUmulticastObjectProp;
+typedef enum CUmulticastGranularity_flags_enum {
+  CU_MULTICAST_GRANULARITY_MINIMUM = 0x0,
+  CU_MULTICAST_GRANULARITY_RECOMMENDED = 0x1,
+} CUmulticastGranularity_flags;
+
+typedef struct CUgraphicsResource_st* CUgraphicsResource;
+typedef enum CUgraphicsMapResourceFlags_enum {
+  CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE = 0x00,
+  CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY = 0x01,
+  CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD = 0x02,
+} CUgraphicsMapResourceFlags;
+
 // ---------------------------------------------------------------- driver entry points
 typedef enum CUdriverProcAddress_flags_enum {
   CU_GET_PROC_ADDRESS_DEFAULT = 0x0,
