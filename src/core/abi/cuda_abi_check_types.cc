@@ -1224,6 +1224,17 @@ namespace ours {
   M(CUmulticastObjectProp_v1, handleTypes) \
   M(CUmulticastObjectProp_v1, flags)
 
+#define FGPU_MEMBERS_CUdevSmResource(M) \
+  M(CUdevSmResource, smCount) \
+  M(CUdevSmResource, minSmPartitionSize) \
+  M(CUdevSmResource, smCoscheduledAlignment)
+#define FGPU_MEMBERS_CUdevResource_v1(M) \
+  M(CUdevResource_v1, type) \
+  M(CUdevResource_v1, _internal_padding) \
+  M(CUdevResource_v1, sm) \
+  M(CUdevResource_v1, sm.smCount) \
+  M(CUdevResource_v1, _oversize)
+
 #define FGPU_ENUM_TYPES(E) \
   E(CUresult, cudaError_enum) \
   E(CUdevice_attribute, CUdevice_attribute_enum) \
@@ -1353,7 +1364,9 @@ namespace ours {
   S(CUcheckpointGpuPair, CUcheckpointGpuPair_st) \
   S(CUcheckpointRestoreArgs, CUcheckpointRestoreArgs_st) \
   S(CUcheckpointUnlockArgs, CUcheckpointUnlockArgs_st) \
-  S(CUmulticastObjectProp_v1, CUmulticastObjectProp_st)
+  S(CUmulticastObjectProp_v1, CUmulticastObjectProp_st) \
+  S(CUdevSmResource, CUdevSmResource_st) \
+  S(CUdevResource_v1, CUdevResource_st)
 
 #define FGPU_HANDLE_TYPES(H) \
   H(CUcontext, CUctx_st) \
@@ -1378,7 +1391,8 @@ namespace ours {
   H(CUsurfref, CUsurfref_st) \
   H(CUasyncCallbackHandle, CUasyncCallbackEntry_st) \
   H(CUlogsCallbackHandle, CUlogsCallbackEntry_st) \
-  H(CUgraphicsResource, CUgraphicsResource_st)
+  H(CUgraphicsResource, CUgraphicsResource_st) \
+  H(CUdevResourceDesc, CUdevResourceDesc_st)
 
 // Typedefs of a scalar type: the same type on both sides.
 #define FGPU_SCALAR_TYPEDEFS(T) \
@@ -1419,7 +1433,8 @@ namespace ours {
   T(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_v1) \
   T(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1) \
   T(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1) \
-  T(CUmulticastObjectProp, CUmulticastObjectProp_v1)
+  T(CUmulticastObjectProp, CUmulticastObjectProp_v1) \
+  T(CUdevResource, CUdevResource_v1)
 // clang-format on
 
 namespace {
@@ -1540,6 +1555,20 @@ static_assert(SameCallback(ours::CUhostFn{}, ::CUhostFn{}), "CUhostFn");
 static_assert(SameCallback(ours::CUoccupancyB2DSize{}, ::CUoccupancyB2DSize{}), "CUoccupancyB2DSize");
 static_assert(SameCallback(ours::CUasyncCallback{}, ::CUasyncCallback{}), "CUasyncCallback");
 static_assert(SameCallback(ours::CUlogsCallback{}, ::CUlogsCallback{}), "CUlogsCallback");
+
+// The green-context enums have no tag in cuda.h: their values and underlying types, by hand.
+#define FGPU_ASSERT_UNTAGGED(type, ...)                                                                     \
+  static_assert(std::is_same_v<std::underlying_type_t<ours::type>, std::underlying_type_t<::type>>, #type); \
+  static_assert(sizeof(ours::type) == sizeof(::type), #type " size");
+FGPU_ASSERT_UNTAGGED(CUgreenCtxCreate_flags)
+FGPU_ASSERT_UNTAGGED(CUdevSmResourceSplit_flags)
+FGPU_ASSERT_UNTAGGED(CUdevResourceType)
+FGPU_ASSERT_VALUE(CU_GREEN_CTX_DEFAULT_STREAM)
+FGPU_ASSERT_VALUE(CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING)
+FGPU_ASSERT_VALUE(CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE)
+FGPU_ASSERT_VALUE(CU_DEV_RESOURCE_TYPE_INVALID)
+FGPU_ASSERT_VALUE(CU_DEV_RESOURCE_TYPE_SM)
+#undef FGPU_ASSERT_UNTAGGED
 
 }  // namespace
 

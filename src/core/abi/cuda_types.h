@@ -1652,6 +1652,40 @@ typedef enum CUgraphicsMapResourceFlags_enum {
   CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD = 0x02,
 } CUgraphicsMapResourceFlags;
 
+// ---------------------------------------------------------------- green contexts and device resources
+typedef struct CUdevResourceDesc_st* CUdevResourceDesc;
+
+typedef enum {
+  CU_GREEN_CTX_DEFAULT_STREAM = 0x1,  // required
+} CUgreenCtxCreate_flags;
+
+typedef enum {
+  CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+  CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2,
+} CUdevSmResourceSplit_flags;
+
+typedef enum {
+  CU_DEV_RESOURCE_TYPE_INVALID = 0,
+  CU_DEV_RESOURCE_TYPE_SM = 1,
+} CUdevResourceType;
+
+typedef struct CUdevSmResource_st {
+  unsigned int smCount;
+  unsigned int minSmPartitionSize;
+  unsigned int smCoscheduledAlignment;
+} CUdevSmResource;
+
+// A resource: `type` says which union member is set; the padding is the driver's own.
+typedef struct CUdevResource_st {
+  CUdevResourceType type;
+  unsigned char _internal_padding[92];
+  union {
+    CUdevSmResource sm;
+    unsigned char _oversize[48];
+  };
+} CUdevResource_v1;
+typedef CUdevResource_v1 CUdevResource;
+
 // ---------------------------------------------------------------- driver entry points
 typedef enum CUdriverProcAddress_flags_enum {
   CU_GET_PROC_ADDRESS_DEFAULT = 0x0,
