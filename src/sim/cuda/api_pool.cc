@@ -10,6 +10,7 @@
 // waits for its stream. On a capturing stream the allocator allocates nothing: its calls
 // become the capture graph's allocation and free nodes (api_graph.h).
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -54,6 +55,9 @@ struct PoolTable {
   std::vector<std::unique_ptr<MemPool>> pools;
   std::vector<MemPool*> default_pool;  // per device, created on first use
   std::vector<MemPool*> current_pool;  // per device; nullptr = the default pool
+  // The host's default pools, by location type (HOST, HOST_NUMA node 0), and their current ones.
+  MemPool* default_host[2] = {nullptr, nullptr};
+  MemPool* current_host[2] = {nullptr, nullptr};
 };
 
 PoolTable& Pools() {
@@ -102,6 +106,39 @@ MemPool* CurrentPool(int device) {
   MemPool* fallback = DefaultPool(device);
   MemPool* current = Pools().current_pool[static_cast<size_t>(device)];
   return current != nullptr ? current : fallback;
+}
+
+// The slot of a (pinned) location's default and current pool: a device's, or the host's (HOST,
+// HOST_NUMA node 0). Caller holds Pools().mu.
+CUresult LocationSlots(const CUmemLocation* location, CUmemAllocationType type, MemPool** default_pool,
+                       MemPool*** current) {
+  if (location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int t = 0, kind = 0;  // a C caller may pass any int: read them as ints, not as the enums
+  std::memcpy(&t, &type, sizeof t);
+  std::memcpy(&kind, &location->type, sizeof kind);
+  if (t == CU_MEM_ALLOCATION_TYPE_MANAGED) return CUDA_ERROR_NOT_SUPPORTED;  // managed pools are not simulated
+  if (t != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  PoolTable& table = Pools();
+  if (kind == CU_MEM_LOCATION_TYPE_DEVICE) {
+    if (CUresult rc = Runtime::Get().CheckDevice(location->id); rc != CUDA_SUCCESS) return rc;
+    *default_pool = DefaultPool(location->id);
+    *current = &table.current_pool[static_cast<size_t>(location->id)];
+    return CUDA_SUCCESS;
+  }
+  if (kind != CU_MEM_LOCATION_TYPE_HOST && !(kind == CU_MEM_LOCATION_TYPE_HOST_NUMA && location->id == 0)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const size_t slot = kind == CU_MEM_LOCATION_TYPE_HOST ? 0 : 1;
+  if (table.default_host[slot] == nullptr) {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = static_cast<CUmemLocationType>(kind);
+    props.location.id = 0;
+    table.default_host[slot] = NewPool(props, nullptr, /*is_default=*/true);
+  }
+  *default_pool = table.default_host[slot];
+  *current = &table.current_host[slot];
+  return CUDA_SUCCESS;
 }
 
 // Caller holds Pools().mu. Live pools only: destroyed ones left the handle registry.
@@ -471,6 +508,128 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_
     for (size_t i = 0; i < count; ++i)
       target->peer_access[static_cast<size_t>(map[i].location.id)] = map[i].flags;
     return CUDA_SUCCESS;
+  });
+}
+
+
+// CUDA 13.0's location-based pool queries: a device's pools as cuDeviceGet*/SetMemPool, the
+// host's (HOST, HOST_NUMA node 0) made on first use and never charged.
+CUresult cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Pools().mu);
+    sim::MemPool* fallback = nullptr;
+    sim::MemPool** current = nullptr;
+    if (CUresult rc = sim::LocationSlots(location, type, &fallback, &current); rc != CUDA_SUCCESS) return rc;
+    *pool_out = reinterpret_cast<CUmemoryPool>(fallback);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemGetMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (pool_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Pools().mu);
+    sim::MemPool* fallback = nullptr;
+    sim::MemPool** current = nullptr;
+    if (CUresult rc = sim::LocationSlots(location, type, &fallback, &current); rc != CUDA_SUCCESS) return rc;
+    *pool_out = reinterpret_cast<CUmemoryPool>(*current != nullptr ? *current : fallback);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard lock(sim::Pools().mu);
+    sim::MemPool* fallback = nullptr;
+    sim::MemPool** current = nullptr;
+    if (CUresult rc = sim::LocationSlots(location, type, &fallback, &current); rc != CUDA_SUCCESS) return rc;
+    sim::MemPool* target = sim::Lookup(pool);
+    // The pool must be of that location.
+    if (target == nullptr || target->props.location.type != location->type ||
+        (location->type == CU_MEM_LOCATION_TYPE_DEVICE && target->device != location->id)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    *current = target;
+    return CUDA_SUCCESS;
+  });
+}
+
+// What a device may do with the pool's memory (cuMemPoolSetAccess); the host none for a device pool.
+CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool, CUmemLocation* location) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (flags == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Pools().mu);
+    sim::MemPool* target = sim::Lookup(memPool);
+    if (target == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    int kind = 0;
+    std::memcpy(&kind, &location->type, sizeof kind);
+    if (kind != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult rc = Runtime::Get().CheckDevice(location->id); rc != CUDA_SUCCESS) return rc;
+    *flags = target->peer_access[static_cast<size_t>(location->id)];
+    return CUDA_SUCCESS;
+  });
+}
+
+// Sharing pools between processes: a pool's allocations are private mappings here (IPC memory
+// exists only for cuMemAlloc allocations, api_ipc.cc), so a pool made with a shareable handle type
+// answers CUDA_ERROR_NOT_SUPPORTED; one made without answers CUDA_ERROR_INVALID_VALUE, as
+// documented; no pool is ever imported.
+CUresult cuMemPoolExportToShareableHandle(void* handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType,
+                                          unsigned long long flags) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (handle_out == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Pools().mu);
+    sim::MemPool* target = sim::Lookup(pool);
+    if (target == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    unsigned type = 0;
+    std::memcpy(&type, &handleType, sizeof type);
+    if (type == 0 || (target->props.handleTypes & type) != type) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_NOT_SUPPORTED;
+  });
+}
+
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle,
+                                            CUmemAllocationHandleType handleType, unsigned long long flags) {
+  (void)handle;
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    unsigned type = 0;
+    std::memcpy(&type, &handleType, sizeof type);
+    if (pool_out == nullptr || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_ERROR_INVALID_VALUE;  // no descriptor can name an exported pool: none is exported
+  });
+}
+
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (shareData_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const auto found = sim::MemoryRegistry::Get().FindBase(ptr);
+    if (!found || found->kind != sim::AllocKind::kAsync || found->pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Pools().mu);
+    // From an already shared pool only.
+    if ((found->pool->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_ERROR_NOT_SUPPORTED;
+  });
+}
+
+CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData* shareData) {
+  return Guarded([&] {
+    if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+    if (ptr_out == nullptr || shareData == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(sim::Pools().mu);
+    if (sim::Lookup(pool) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_INVALID_VALUE;  // only an imported pool's pointers can be imported: none exists
   });
 }
 
