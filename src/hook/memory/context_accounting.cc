@@ -1,22 +1,9 @@
 #include "hook/memory/context_accounting.h"
 
+#include "hook/memory/pthread_lock.h"
 #include "slice/slice.h"
 
 namespace fgpu::hook {
-namespace {
-
-class Locked {
- public:
-  explicit Locked(pthread_mutex_t* mu) : mu_(mu) { pthread_mutex_lock(mu_); }
-  ~Locked() { pthread_mutex_unlock(mu_); }
-  Locked(const Locked&) = delete;
-  Locked& operator=(const Locked&) = delete;
-
- private:
-  pthread_mutex_t* mu_;
-};
-
-}  // namespace
 
 ContextAccounting::ContextAccounting(MemoryAccounting* memory, ContextMeter* meter, const RealCalls* calls)
     : memory_(memory), meter_(meter), calls_(calls) {
@@ -25,7 +12,7 @@ ContextAccounting::ContextAccounting(MemoryAccounting* memory, ContextMeter* met
 }
 
 bool ContextAccounting::AddRecord(const Record& record) {
-  Locked lock(&registry_lock_);
+  PthreadLock lock(&registry_lock_);
   for (Record& slot : records_) {
     if (slot.ctx == nullptr) {
       slot = record;
@@ -37,7 +24,7 @@ bool ContextAccounting::AddRecord(const Record& record) {
 
 bool ContextAccounting::TakeRecord(CUcontext ctx, bool primary, Record* record) {
   if (ctx == nullptr) return false;
-  Locked lock(&registry_lock_);
+  PthreadLock lock(&registry_lock_);
   for (Record& slot : records_) {
     if (slot.ctx == ctx && slot.primary == primary) {
       *record = slot;
@@ -49,7 +36,7 @@ bool ContextAccounting::TakeRecord(CUcontext ctx, bool primary, Record* record) 
 }
 
 bool ContextAccounting::FindPrimary(CUdevice device, Record* record) const {
-  Locked lock(&registry_lock_);
+  PthreadLock lock(&registry_lock_);
   for (const Record& slot : records_) {
     if (slot.ctx != nullptr && slot.primary && slot.device == device) {
       *record = slot;
@@ -60,7 +47,7 @@ bool ContextAccounting::FindPrimary(CUdevice device, Record* record) const {
 }
 
 CUcontext ContextAccounting::AnyContextOn(CUdevice device) const {
-  Locked lock(&registry_lock_);
+  PthreadLock lock(&registry_lock_);
   for (const Record& slot : records_) {
     if (slot.ctx != nullptr && slot.device == device) return slot.ctx;
   }
@@ -68,7 +55,7 @@ CUcontext ContextAccounting::AnyContextOn(CUdevice device) const {
 }
 
 bool ContextAccounting::Charged(CUcontext ctx, uint64_t* bytes, OverheadMethod* method) const {
-  Locked lock(&registry_lock_);
+  PthreadLock lock(&registry_lock_);
   for (const Record& slot : records_) {
     if (slot.ctx != nullptr && slot.ctx == ctx) {
       *bytes = slot.charge.bytes;
@@ -117,7 +104,7 @@ void ContextAccounting::Credit(const Record& record, const std::vector<ClaimedEn
 CUresult ContextAccounting::Create(CUcontext* pctx, CUdevice device,
                                    FunctionRef<CUresult(CUcontext*)> create) {
   if (pctx == nullptr) return create(pctx);
-  Locked lock(DeviceLock(device));
+  PthreadLock lock(DeviceLock(device));
   return Admit(pctx, device, /*primary=*/false, create, [this](CUcontext ctx) {
     if (calls_->ctx_destroy != nullptr) calls_->ctx_destroy(ctx);
   });
@@ -127,7 +114,7 @@ CUresult ContextAccounting::Destroy(CUcontext ctx, FunctionRef<CUresult(CUcontex
   Record record;
   // Primary contexts are released, not destroyed: the driver refuses, and nothing changes.
   if (!TakeRecord(ctx, /*primary=*/false, &record)) return destroy(ctx);
-  Locked lock(DeviceLock(record.device));
+  PthreadLock lock(DeviceLock(record.device));
   const std::vector<ClaimedEntry> owned = memory_->ClaimOwnedBy(ctx);
   const CUresult rc = destroy(ctx);
   if (rc == CUDA_SUCCESS) {
@@ -142,7 +129,7 @@ CUresult ContextAccounting::Destroy(CUcontext ctx, FunctionRef<CUresult(CUcontex
 CUresult ContextAccounting::RetainPrimary(CUcontext* pctx, CUdevice device,
                                           FunctionRef<CUresult(CUcontext*)> retain) {
   if (pctx == nullptr || calls_->primary_ctx_get_state == nullptr) return retain(pctx);
-  Locked lock(DeviceLock(device));
+  PthreadLock lock(DeviceLock(device));
   unsigned int flags = 0;
   int active = 0;
   // Already active: its overhead was charged when it became so. Invalid device: the driver says.
@@ -155,7 +142,7 @@ CUresult ContextAccounting::RetainPrimary(CUcontext* pctx, CUdevice device,
 
 CUresult ContextAccounting::ReleasePrimary(CUdevice device, FunctionRef<CUresult(CUdevice)> release) {
   if (calls_->primary_ctx_get_state == nullptr) return release(device);
-  Locked lock(DeviceLock(device));
+  PthreadLock lock(DeviceLock(device));
   const CUresult rc = release(device);
   if (rc != CUDA_SUCCESS) return rc;
   unsigned int flags = 0;
@@ -171,7 +158,7 @@ CUresult ContextAccounting::ReleasePrimary(CUdevice device, FunctionRef<CUresult
 }
 
 CUresult ContextAccounting::ResetPrimary(CUdevice device, FunctionRef<CUresult(CUdevice)> reset) {
-  Locked lock(DeviceLock(device));
+  PthreadLock lock(DeviceLock(device));
   Record record;
   if (!FindPrimary(device, &record)) return reset(device);
   const std::vector<ClaimedEntry> owned = memory_->ClaimOwnedBy(record.ctx);

@@ -47,6 +47,12 @@ class ContextAccounting {
   // The overhead charged for `ctx` and how it was found; false if this class did not charge it.
   bool Charged(CUcontext ctx, uint64_t* bytes, OverheadMethod* method) const;
 
+  // The mutex every measured operation on `device` holds (contexts here, loads and limits in
+  // LoadAccounting), so that no two measurements on one device interleave.
+  pthread_mutex_t* DeviceLock(CUdevice device) {
+    return &device_locks_[static_cast<unsigned>(device) % kDeviceLocks];
+  }
+
  private:
   struct Record {
     CUcontext ctx = nullptr;
@@ -61,10 +67,6 @@ class ContextAccounting {
                  FunctionRef<void(CUcontext)> unmake);
   // Credits a destroyed context's overhead and the claimed allocations it owned.
   void Credit(const Record& record, const std::vector<ClaimedEntry>& owned);
-
-  pthread_mutex_t* DeviceLock(CUdevice device) {
-    return &device_locks_[static_cast<unsigned>(device) % kDeviceLocks];
-  }
 
   // Registry of charged contexts, under registry_lock_.
   bool AddRecord(const Record& record);

@@ -2,37 +2,24 @@
 
 #include <algorithm>
 
+#include "hook/memory/pthread_lock.h"
+
 namespace fgpu::hook {
-namespace {
-
-class DeviceLockGuard {
- public:
-  explicit DeviceLockGuard(pthread_mutex_t* mu) : mu_(mu) { pthread_mutex_lock(mu_); }
-  ~DeviceLockGuard() { pthread_mutex_unlock(mu_); }
-  DeviceLockGuard(const DeviceLockGuard&) = delete;
-  DeviceLockGuard& operator=(const DeviceLockGuard&) = delete;
-
- private:
-  pthread_mutex_t* mu_;
-};
-
-}  // namespace
 
 uint64_t ContextLimitKey(CUcontext ctx, CUlimit limit) {
   // Limits are small enumerators; a context handle is a pointer well below 2^60.
   return (reinterpret_cast<uint64_t>(ctx) << 4) | (static_cast<uint64_t>(limit) & 0xF);
 }
 
-LoadAccounting::LoadAccounting(MemoryAccounting* memory, ContextMeter* meter) : memory_(memory), meter_(meter) {
-  for (pthread_mutex_t& mu : device_locks_) pthread_mutex_init(&mu, nullptr);
-}
+LoadAccounting::LoadAccounting(MemoryAccounting* memory, ContextMeter* meter, ContextAccounting* contexts)
+    : memory_(memory), meter_(meter), contexts_(contexts) {}
 
 CUresult LoadAccounting::Load(PointerKind kind, FunctionRef<CUresult(uint64_t*)> load,
                               FunctionRef<void(uint64_t)> unload) {
   Attribution at;
   uint64_t handle = 0;
   if (!memory_->AttributeToCurrentContext(&at)) return load(&handle);
-  DeviceLockGuard lock(DeviceLock(at.device));
+  PthreadLock lock(contexts_->DeviceLock(at.device));
   const ContextMeter::Baseline before = meter_->Before(at.device, at.owner);
   const CUresult rc = load(&handle);
   if (rc != CUDA_SUCCESS) return rc;
@@ -61,7 +48,7 @@ CUresult LoadAccounting::SetLimit(CUlimit limit, size_t value, FunctionRef<CUres
                                   FunctionRef<CUresult(size_t*)> get) {
   Attribution at;
   if (!memory_->AttributeToCurrentContext(&at)) return set(value);
-  DeviceLockGuard lock(DeviceLock(at.device));
+  PthreadLock lock(contexts_->DeviceLock(at.device));
   size_t old_value = 0;
   const bool restorable = get(&old_value) == CUDA_SUCCESS;
   const ContextMeter::Baseline before = meter_->Before(at.device, at.owner);

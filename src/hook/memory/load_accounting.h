@@ -15,8 +15,8 @@
 // - SetLimit: measured the same way; growth is reserved (over the cap: the old value is set
 //   back and CUDA_ERROR_OUT_OF_MEMORY returned), memory the driver gives back is credited, up to
 //   what that (context, limit) pair was charged.
-// - One operation per device at a time (a per-device mutex, as for contexts): samples never
-//   interleave. These are slow paths; nothing here is on an allocation or launch path.
+// - One measured operation per device at a time, contexts included (ContextAccounting's device
+//   mutex): samples never interleave. These are slow paths; nothing here is on an allocation or launch path.
 #pragma once
 
 #include <pthread.h>
@@ -26,15 +26,14 @@
 #include "core/abi/cuda_types.h"
 #include "hook/interpose/function_ref.h"
 #include "hook/memory/accounting.h"
+#include "hook/memory/context_accounting.h"
 #include "hook/memory/context_meter.h"
 
 namespace fgpu::hook {
 
 class LoadAccounting {
  public:
-  static constexpr int kDeviceLocks = 64;
-
-  LoadAccounting(MemoryAccounting* memory, ContextMeter* meter);
+  LoadAccounting(MemoryAccounting* memory, ContextMeter* meter, ContextAccounting* contexts);
   LoadAccounting(const LoadAccounting&) = delete;
   LoadAccounting& operator=(const LoadAccounting&) = delete;
 
@@ -47,16 +46,13 @@ class LoadAccounting {
                     FunctionRef<CUresult(size_t*)> get);
 
  private:
-  pthread_mutex_t* DeviceLock(CUdevice device) {
-    return &device_locks_[static_cast<unsigned>(device) % kDeviceLocks];
-  }
   // Charges `taken` more bytes to (context, limit)'s record; false: refused over the cap.
   bool GrowLimit(const Attribution& at, uint64_t key, uint64_t taken);
   void ShrinkLimit(uint64_t key, uint64_t given_back);
 
   MemoryAccounting* memory_;
   ContextMeter* meter_;
-  pthread_mutex_t device_locks_[kDeviceLocks];
+  ContextAccounting* contexts_;  // its device mutexes
 };
 
 // The key of a (context, limit) pair among kContextLimit records.

@@ -24,7 +24,7 @@ class LoadAccountingTest : public ::testing::Test {
         accounting_(slice_.ledger(), &devices_, &table_, &calls_),
         meter_(&calls_, &devices_),
         contexts_(&accounting_, &meter_, &calls_),
-        loads_(&accounting_, &meter_) {
+        loads_(&accounting_, &meter_, &contexts_) {
     fake_.free_bytes[0] = 8000 * kMiB;
     fake_.nvml_usage[0] = 0;
     ctx_ = fake_.NewContext(0);

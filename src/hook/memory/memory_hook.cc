@@ -14,7 +14,7 @@ MemoryHook::MemoryHook(slice::Ledger* ledger)
       accounting_(ledger, &devices_, &table_, &calls_),
       meter_(&calls_, &devices_),
       contexts_(&accounting_, &meter_, &calls_),
-      loads_(&accounting_, &meter_) {}
+      loads_(&accounting_, &meter_, &contexts_) {}
 
 MemoryView MemoryHook::View(int slice_device, uint64_t physical_total, uint64_t physical_free) const {
   const bool in_slice = slice_device != kNotInSlice;
