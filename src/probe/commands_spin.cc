@@ -17,18 +17,22 @@
 // Measurement: latency is launch-to-completion per launch, with completion seen by
 // cuStreamSynchronize (--sync-each), by cuEventSynchronize (when the probe has to
 // wait) or by cuEventQuery polled every few microseconds while it waits for the
-// next due time. elapsed ends at the last launch's completion. With --window-ms the
-// observed completions also give the device duty of each window (spin_windows.h).
+// next due time. elapsed ends at the last launch's completion. With --window-ms every
+// launch is also followed by a timing event, and the device's own clock (cuEventElapsedTime
+// from an event recorded at the start) gives each completion for the device duty of each
+// window (spin_windows.h): a poll that runs late on a loaded host moves no device time.
 #include <sys/prctl.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "probe/commands.h"
+#include "probe/host_wait.h"
 #include "probe/json_line.h"
 #include "probe/spin_ptx.h"
 #include "probe/spin_windows.h"
@@ -52,6 +56,7 @@ struct SpinResources {
     if (exec != nullptr) FGPU_PROBE_CALL(session, cuGraphExecDestroy, exec);
     if (graph != nullptr) FGPU_PROBE_CALL(session, cuGraphDestroy, graph);
     for (CUevent event : events) FGPU_PROBE_CALL(session, cuEventDestroy_v2, event);
+    if (origin != nullptr) FGPU_PROBE_CALL(session, cuEventDestroy_v2, origin);
     if (stream != nullptr) FGPU_PROBE_CALL(session, cuStreamDestroy_v2, stream);
     if (module != nullptr) FGPU_PROBE_CALL(session, cuModuleUnload, module);
   }
@@ -64,14 +69,18 @@ struct SpinResources {
         !FGPU_PROBE_CALL(session, cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING)) {
       return false;
     }
-    // One event per in-flight slot; none when every launch is synchronized.
-    const uint64_t slots = options.sync_each ? 0 : options.depth;
+    // One event per in-flight slot (one in all with --sync-each, only to time windows); timing
+    // events, and an origin event, only when windows are asked for.
+    timed = options.window_ms > 0;
+    const uint64_t slots = options.sync_each ? (timed ? 1 : 0) : options.depth;
+    const unsigned flags = timed ? 0 : CU_EVENT_DISABLE_TIMING;
     events.reserve(slots);
     for (uint64_t i = 0; i < slots; ++i) {
       CUevent event = nullptr;
-      if (!FGPU_PROBE_CALL(session, cuEventCreate, &event, CU_EVENT_DISABLE_TIMING)) return false;
+      if (!FGPU_PROBE_CALL(session, cuEventCreate, &event, flags)) return false;
       events.push_back(event);
     }
+    if (timed && !FGPU_PROBE_CALL(session, cuEventCreate, &origin, 0)) return false;
     return options.graph_kernels == 0 || CreateGraph(options.graph_kernels, options.kernel_us * 1000);
   }
 
@@ -103,6 +112,8 @@ struct SpinResources {
   CUfunction function = nullptr;
   CUstream stream = nullptr;
   std::vector<CUevent> events;
+  bool timed = false;        // --window-ms: events time completions on the device's clock
+  CUevent origin = nullptr;  // recorded at the start: the device clock's zero
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
 };
@@ -130,11 +141,18 @@ class SpinRun {
     const auto poll = std::chrono::microseconds(std::clamp<uint64_t>(static_cast<uint64_t>(launch_us) / 20, 5, 200));
     start_ = Clock::now();
     last_completion_ = start_;
+    if (resources_.timed && !FGPU_PROBE_CALL(session_, cuEventRecord, resources_.origin, resources_.stream)) {
+      return false;
+    }
+    window_ = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds(options_.window_ms));
+    next_boundary_ = start_ + window_;
+    last_wait_ns_ = ProcessRunQueueWaitNs();
     const Clock::time_point end = start_ + std::chrono::duration_cast<Clock::duration>(Seconds(options_.seconds));
     uint64_t next = 0;
     for (;;) {
       if (!ObserveCompletions()) return false;
       const Clock::time_point now = Clock::now();
+      SampleHostWait(now);
       const Clock::time_point due = start_ + period * static_cast<int64_t>(next);
       const bool more = due < end && now < end;
       if (!more && in_flight_.empty()) break;
@@ -155,6 +173,8 @@ class SpinRun {
 
   void Emit() {
     const double elapsed = Seconds(last_completion_ - start_).count();
+    // Windows run on the device's clock, up to the last completion it gave.
+    const double device_elapsed = completions_s_.empty() ? 0 : completions_s_.back();
     const uint64_t launches = latencies_us_.size();
     const uint64_t kernels = launches * options_.KernelsPerLaunch();
     const double launch_s = static_cast<double>(options_.kernel_us * options_.KernelsPerLaunch()) * 1e-6;
@@ -179,12 +199,18 @@ class SpinRun {
         .Uint("depth", options_.sync_each ? 1 : options_.depth)
         .Bool("sync_each", options_.sync_each);
     if (options_.window_ms > 0) {
+      const std::vector<double> windows =
+          WindowDuties(completions_s_, launch_s, static_cast<double>(options_.window_ms) * 1e-3, device_elapsed);
       line.BeginArray("windows");
-      for (double duty :
-           WindowDuties(completions_s_, launch_s, static_cast<double>(options_.window_ms) * 1e-3, elapsed)) {
-        line.Num("", std::round(duty * 10) / 10);
-      }
+      for (double duty : windows) line.Num("", std::round(duty * 10) / 10);
       line.EndArray();
+      if (!host_waits_ms_.empty()) {
+        line.BeginArray("host_wait_ms");
+        for (size_t i = 0; i < std::min(windows.size(), host_waits_ms_.size()); ++i) {
+          line.Num("", std::round(host_waits_ms_[i] * 10) / 10);
+        }
+        line.EndArray();
+      }
     }
     line.Emit();
   }
@@ -198,26 +224,48 @@ class SpinRun {
                               : cu.cuLaunchKernel(resources_.function, 1, 1, 1, 1, 1, 1, 0, resources_.stream,
                                                   params, nullptr);
     if (!session_.Check(rc, graph ? "cuGraphLaunch" : "cuLaunchKernel")) return false;
+    CUevent event = resources_.events.empty() ? nullptr : resources_.events[index % resources_.events.size()];
+    if (event != nullptr && !FGPU_PROBE_CALL(session_, cuEventRecord, event, resources_.stream)) return false;
     if (options_.sync_each) {
       if (!FGPU_PROBE_CALL(session_, cuStreamSynchronize, resources_.stream)) return false;
-      Complete(launched, Clock::now());
-      return true;
+      return Complete({event, launched}, Clock::now());
     }
-    CUevent event = resources_.events[index % resources_.events.size()];
-    if (!FGPU_PROBE_CALL(session_, cuEventRecord, event, resources_.stream)) return false;
     in_flight_.push_back({event, launched});
     return true;
   }
 
-  void Complete(Clock::time_point launched, Clock::time_point when) {
-    latencies_us_.push_back(std::chrono::duration<double, std::micro>(when - launched).count());
-    last_completion_ = when;
-    if (options_.window_ms > 0) completions_s_.push_back(Seconds(when - start_).count());
+  // At each window boundary the host clock passes, the run-queue wait of the window just ended
+  // (host_wait.h); nothing where the kernel keeps no schedstat.
+  void SampleHostWait(Clock::time_point now) {
+    if (options_.window_ms == 0 || !last_wait_ns_ || now < next_boundary_) return;
+    const std::optional<uint64_t> wait_ns = ProcessRunQueueWaitNs();
+    if (!wait_ns) {
+      last_wait_ns_.reset();
+      host_waits_ms_.clear();
+      return;
+    }
+    // A blocking wait may have spanned several boundaries: its wait is spread over them.
+    int crossed = 0;
+    for (; next_boundary_ <= now; next_boundary_ += window_) ++crossed;
+    const double wait_ms = static_cast<double>(*wait_ns - std::min(*wait_ns, *last_wait_ns_)) * 1e-6;
+    host_waits_ms_.insert(host_waits_ms_.end(), static_cast<size_t>(crossed), wait_ms / crossed);
+    last_wait_ns_ = wait_ns;
   }
 
-  void CompleteOldest(Clock::time_point when) {
-    Complete(in_flight_.front().launched, when);
+  bool Complete(const InFlight& launch, Clock::time_point when) {
+    latencies_us_.push_back(std::chrono::duration<double, std::micro>(when - launch.launched).count());
+    last_completion_ = when;
+    if (!resources_.timed) return true;
+    float since_origin_ms = 0;
+    if (!FGPU_PROBE_CALL(session_, cuEventElapsedTime, &since_origin_ms, resources_.origin, launch.event)) return false;
+    completions_s_.push_back(static_cast<double>(since_origin_ms) * 1e-3);
+    return true;
+  }
+
+  bool CompleteOldest(Clock::time_point when) {
+    const InFlight oldest = in_flight_.front();
     in_flight_.pop_front();
+    return Complete(oldest, when);
   }
 
   // Retires, oldest first, every in-flight launch that has finished.
@@ -226,15 +274,14 @@ class SpinRun {
       const CUresult rc = session_.cu().cuEventQuery(in_flight_.front().event);
       if (rc == CUDA_ERROR_NOT_READY) return true;
       if (!session_.Check(rc, "cuEventQuery")) return false;
-      CompleteOldest(Clock::now());
+      if (!CompleteOldest(Clock::now())) return false;
     }
     return true;
   }
 
   bool WaitOldest() {
     if (!FGPU_PROBE_CALL(session_, cuEventSynchronize, in_flight_.front().event)) return false;
-    CompleteOldest(Clock::now());
-    return true;
+    return CompleteOldest(Clock::now());
   }
 
   const Session& session_;
@@ -242,7 +289,11 @@ class SpinRun {
   SpinResources& resources_;
   std::deque<InFlight> in_flight_;  // empty between launches with --sync-each
   std::vector<double> latencies_us_;
-  std::vector<double> completions_s_;  // since start_, only with --window-ms
+  std::vector<double> completions_s_;  // device clock since the origin event, only with --window-ms
+  std::vector<double> host_waits_ms_;  // per window the host clock passed, only with --window-ms
+  std::optional<uint64_t> last_wait_ns_;
+  Clock::duration window_{};
+  Clock::time_point next_boundary_;
   Clock::time_point start_;
   Clock::time_point last_completion_;
 };

@@ -88,6 +88,7 @@
   X(cuEventRecord, cuEventRecord, 2000)                                     \
   X(cuEventQuery, cuEventQuery, 2000)                                       \
   X(cuEventSynchronize, cuEventSynchronize, 2000)                           \
+  X(cuEventElapsedTime, cuEventElapsedTime, 2000)                           \
   X(cuEventDestroy_v2, cuEventDestroy, 2000)
 
 // Looked up only on request (DriverEntrySet::kWithGraphs), see above.

@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "probe/command_line.h"
 #include "probe/driver_table.h"
+#include "probe/host_wait.h"
 #include "probe/spin_windows.h"
 
 namespace {
@@ -232,7 +235,23 @@ void TestWindows() {
 
 }  // namespace
 
+void TestHostWait() {
+  using fgpu::probe::ParseRunQueueWaitNs;
+  Expect(ParseRunQueueWaitNs("199564 3233421 2\n") == std::optional<uint64_t>(3233421), "the second field");
+  Expect(ParseRunQueueWaitNs("0 0 0") == std::optional<uint64_t>(0), "zeros, no newline");
+  Expect(ParseRunQueueWaitNs("18446744073709551615 18446744073709551615 1\n") ==
+             std::optional<uint64_t>(UINT64_MAX), "the largest value");
+  for (const char* bad : {"", "1 2", "1 2 3 4", "1 -2 3", "1 x 3", "18446744073709551616 1 1", "1  2 3 junk"}) {
+    Expect(!ParseRunQueueWaitNs(bad), std::string("refused: [") + bad + "]");
+  }
+  // This process's own threads: on Linux with schedstat, a number that never goes back.
+  const std::optional<uint64_t> before = fgpu::probe::ProcessRunQueueWaitNs();
+  const std::optional<uint64_t> after = fgpu::probe::ProcessRunQueueWaitNs();
+  Expect(before.has_value() == after.has_value() && (!before || *after >= *before), "monotonic");
+}
+
 int main() {
+  TestHostWait();
   TestSpinDefaults();
   TestSpinOptions();
   TestCudaVersionFloor();

@@ -6,6 +6,8 @@
 // issue's (±3 points for shares, ±5 for a cap). The latency tier's p99 bar (≤ 1.2× alone) is timed:
 // bench/compute_latency_bench.cc measures it; here it is checked with a margin host noise never
 // reaches.
+// Windows are on the device's clock and bars on what a slice gets allow for the host's own
+// shortfall (spin_judging.h).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -16,11 +18,13 @@
 #include <filesystem>
 #include <thread>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "probe_runner.h"
+#include "spin_judging.h"
 #include "sim/state/shared_devices.h"
 #include "slice/slice.h"
 
@@ -60,11 +64,25 @@ class ComputeShares : public ::testing::Test {
                                  "FGPU_COMPUTE_DIR=" + boards_});
   }
 
-  static std::vector<double> Windows(const ProbeResult& result) {
-    const nlohmann::json spin = result.Event("spin");
-    EXPECT_TRUE(spin.is_object() && spin.contains("windows")) << result.stderr_text;
-    return spin.is_object() && spin.contains("windows") ? spin["windows"].get<std::vector<double>>()
-                                                        : std::vector<double>{};
+  static std::vector<double> Windows(const ProbeResult& result) { return SpinWindows(result); }
+
+  // The process of each slice (by compute share) once `count` slices have one: a loaded machine
+  // starts them late, and a test that acts at a moment of the workloads' time waits for this.
+  std::map<uint32_t, pid_t> AwaitProcesses(std::size_t count) const {
+    std::map<uint32_t, pid_t> joined;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (joined.size() < count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::error_code error;
+      for (const auto& entry : std::filesystem::directory_iterator(run_dir_, error)) {
+        Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(entry.path().string());
+        if (!admin.ok()) continue;
+        for (const slice::ProcessUsage& process : admin->Usage().processes) {
+          joined[admin->spec().devices[0].compute_share] = process.pid;
+        }
+      }
+    }
+    return joined;
   }
   static double Duty(const ProbeResult& result) {
     const nlohmann::json spin = result.Event("spin");
@@ -109,20 +127,36 @@ std::vector<std::vector<double>> BusySharesPerWindow(const std::vector<ProbeResu
 
 // Every window within `tolerance` of its target — or, for host-bound loops whose windows the
 // CPU's own scheduling jitters (`window_tolerance` > tolerance), every window within that and
-// their mean within `tolerance`.
+// their mean within `tolerance` — each widened by the window's host shortfall: a slice kept off
+// the CPU leaves its turn to the others (the scheduler is work-conserving), so a share errs
+// both ways by at most that much.
 void ExpectShares(const std::vector<ProbeResult>& runs, const std::vector<double>& targets, double tolerance,
                   double window_tolerance = 0) {
   for (const ProbeResult& run : runs) ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
   const std::vector<std::vector<double>> shares = BusySharesPerWindow(runs);
   for (std::size_t r = 0; r < runs.size(); ++r) {
     ASSERT_FALSE(shares[r].empty()) << "no full window";
-    double sum = 0;
+    double sum = 0, shortfall = 0;
     for (std::size_t i = 0; i < shares[r].size(); ++i) {
-      EXPECT_NEAR(shares[r][i], targets[r], std::max(tolerance, window_tolerance)) << "slice " << r << ", window " << i + 1;
+      const double host = HostShortfall(runs, i + 1);
+      EXPECT_NEAR(shares[r][i], targets[r], std::max(tolerance, window_tolerance) + host)
+          << "slice " << r << ", window " << i + 1 << ", host shortfall " << host;
       sum += shares[r][i];
+      shortfall += host;
     }
-    EXPECT_NEAR(sum / static_cast<double>(shares[r].size()), targets[r], tolerance) << "slice " << r << ", mean";
+    const auto windows = static_cast<double>(shares[r].size());
+    EXPECT_NEAR(sum / windows, targets[r], tolerance + shortfall / windows) << "slice " << r << ", mean";
   }
+}
+
+// At most `target` + `over` in window i of `run`, and at least `target` − `under` − the window's
+// host shortfall.
+void ExpectWindowWithin(const std::vector<ProbeResult>& runs, std::size_t r, std::size_t i, double target,
+                        double under, double over, const std::string& what) {
+  const double value = ComputeShares::Windows(runs[r])[i];
+  const double host = HostShortfall({runs[r]}, i);
+  EXPECT_LE(value, target + over) << what << ", window " << i;
+  EXPECT_GE(value, target - under - host) << what << ", window " << i << ", host shortfall " << host;
 }
 
 std::vector<ProbeResult> WaitAll(std::vector<std::unique_ptr<RunningProbe>>& running) {
@@ -139,7 +173,10 @@ TEST_F(ComputeShares, ThirtySeventySplitInShareMode) {
     running.push_back(Start({"--compute", "70"}, Saturating(kernel_us)));
     const std::vector<ProbeResult> runs = WaitAll(running);
     ExpectShares(runs, {30, 70}, 3);
-    EXPECT_GT(Duty(runs[0]) + Duty(runs[1]), 90) << "saturating slices leave the GPU busy";
+    const std::vector<double> first = Windows(runs[0]), second = Windows(runs[1]);
+    for (std::size_t i = 1; i < std::min(first.size(), second.size()); ++i) {
+      EXPECT_GT(first[i] + second[i], 90 - HostShortfall(runs, i)) << "saturating slices keep the GPU busy, window " << i;
+    }
   }
 }
 
@@ -173,34 +210,43 @@ TEST_F(ComputeShares, FourSlicesTenTwentyThirtyForty) {
 TEST_F(ComputeShares, CapModeAloneHoldsItsShareInEveryWindow) {
   for (const std::string kernel_us : {"100", "1000", "10000"}) {
     SCOPED_TRACE(kernel_us + " us kernels");
-    const ProbeResult run = Start({"--compute", "50", "--compute-mode", "cap"}, With(Saturating(kernel_us), {"--depth", "4"}))->Wait();
-    ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
-    const std::vector<double> windows = Windows(run);
+    const std::vector<ProbeResult> runs = {
+        Start({"--compute", "50", "--compute-mode", "cap"}, With(Saturating(kernel_us), {"--depth", "4"}))->Wait()};
+    ASSERT_EQ(runs[0].exit_code, 0) << runs[0].stderr_text;
+    const std::vector<double> windows = Windows(runs[0]);
     ASSERT_FALSE(windows.empty());
-    // Every window near the cap, and their mean within 2 points: a window measured while the
-    // 2-core CI machine runs other tests beside it was seen 5.2 points over (100 us kernels).
-    double sum = 0;
+    // Every window within 5 points of the cap, and their mean within 2. (Judged on the host's
+    // observations, a window of a loaded CI machine once read 5.2 points over.)
+    double sum = 0, shortfall = 0;
     for (std::size_t i = 0; i < windows.size(); ++i) {
-      EXPECT_NEAR(windows[i], 50, 7) << "window " << i;
+      ExpectWindowWithin(runs, 0, i, 50, 5, 5, "cap slice");
       sum += windows[i];
+      shortfall += HostShortfall(runs, i);
     }
-    EXPECT_NEAR(sum / static_cast<double>(windows.size()), 50, 2);
+    const auto count = static_cast<double>(windows.size());
+    EXPECT_LE(sum / count, 50 + 2);
+    EXPECT_GE(sum / count, 50 - 2 - shortfall / count);
   }
 }
 
 TEST_F(ComputeShares, ShareModeAloneUsesTheIdleGpu) {
-  const ProbeResult run = Start({"--compute", "30"}, Saturating("1000"))->Wait();
-  ASSERT_EQ(run.exit_code, 0) << run.stderr_text;
-  EXPECT_GT(Duty(run), 90);
+  const std::vector<ProbeResult> runs = {Start({"--compute", "30"}, Saturating("1000"))->Wait()};
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].stderr_text;
+  const std::vector<double> windows = Windows(runs[0]);
+  ASSERT_FALSE(windows.empty());
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    EXPECT_GT(windows[i], 90 - HostShortfall(runs, i)) << "window " << i;
+  }
 }
 
 TEST_F(ComputeShares, AShareChangedMidRunTakesEffect) {
-  // 30/70, then at ~2.3 s of the probes' time (they start a little after us) the limits files
-  // are rewritten to 70/30, as the agent resizes a slice.
+  // 30/70, then at ~2.3 s of the probes' time (from when both have joined their slices) the
+  // limits files are rewritten to 70/30, as the agent resizes a slice.
   std::vector<std::unique_ptr<RunningProbe>> running;
   running.push_back(Start({"--compute", "30"}, Saturating("1000", "4")));
   running.push_back(Start({"--compute", "70"}, Saturating("1000", "4")));
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_EQ(AwaitProcesses(2).size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
   int changed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(run_dir_)) {
     Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(entry.path().string());
@@ -215,9 +261,9 @@ TEST_F(ComputeShares, AShareChangedMidRunTakesEffect) {
   const std::vector<std::vector<double>> shares = BusySharesPerWindow(runs);
   ASSERT_GE(shares[0].size(), 3u);
   // Whole 1 s windows of the probes: [1, 2) s before the change, [2, 3) holds it, [3, 4) after.
-  EXPECT_NEAR(shares[0][0], 30, 3);
-  EXPECT_NEAR(shares[0][2], 70, 3);
-  EXPECT_NEAR(shares[1][2], 30, 3);
+  EXPECT_NEAR(shares[0][0], 30, 3 + HostShortfall(runs, 1));
+  EXPECT_NEAR(shares[0][2], 70, 3 + HostShortfall(runs, 3));
+  EXPECT_NEAR(shares[1][2], 30, 3 + HostShortfall(runs, 3));
 }
 
 TEST_F(ComputeShares, ASliceWhoseProcessDiesStopsCounting) {
@@ -226,22 +272,20 @@ TEST_F(ComputeShares, ASliceWhoseProcessDiesStopsCounting) {
   std::vector<std::unique_ptr<RunningProbe>> running;
   running.push_back(Start({"--compute", "30"}, Saturating("1000", "4")));
   running.push_back(Start({"--compute", "70"}, Saturating("1000", "4")));
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  int killed = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(run_dir_)) {
-    Result<slice::SliceAdmin> admin = slice::SliceAdmin::Open(entry.path().string());
-    ASSERT_TRUE(admin.ok()) << admin.status().message();
-    if (admin->spec().devices[0].compute_share != 70) continue;
-    for (const slice::ProcessUsage& process : admin->Usage().processes) killed += kill(process.pid, SIGKILL) == 0;
-  }
-  ASSERT_EQ(killed, 1);
+  const std::map<uint32_t, pid_t> joined = AwaitProcesses(2);
+  ASSERT_EQ(joined.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  ASSERT_EQ(kill(joined.at(70), SIGKILL), 0);
   const ProbeResult survivor = running[0]->Wait();
   running[1]->Wait();
   ASSERT_EQ(survivor.exit_code, 0) << survivor.stderr_text;
   const std::vector<double> windows = Windows(survivor);
   ASSERT_GE(windows.size(), 4u);
-  EXPECT_NEAR(windows[0], 30, 5) << "before the kill";
-  for (std::size_t i = 2; i < windows.size(); ++i) EXPECT_GT(windows[i], 90) << "window " << i;
+  const std::vector<ProbeResult> survivors = {survivor};
+  EXPECT_NEAR(windows[0], 30, 5 + HostShortfall(survivors, 0)) << "before the kill";
+  for (std::size_t i = 2; i < windows.size(); ++i) {
+    EXPECT_GT(windows[i], 90 - HostShortfall(survivors, i)) << "window " << i;
+  }
 }
 
 TEST_F(ComputeShares, LatencyTierGoesFirstBesideABatchSlice) {
@@ -286,9 +330,10 @@ TEST_F(ComputeShares, TiersKeepEveryGuarantee) {
   const std::size_t count = std::min({latency.size(), cap.size(), batch.size()});
   ASSERT_GE(count, 3u);
   for (std::size_t i = 1; i < count; ++i) {
-    EXPECT_NEAR(cap[i], 30, 3) << "cap slice, window " << i;
-    EXPECT_GE(batch[i], 26 - 3) << "batch slice, window " << i;
-    EXPECT_GE(latency[i], 30 - 3) << "latency slice (its share and the idle rest first), window " << i;
+    ExpectWindowWithin(runs, 1, i, 30, 3, 3, "cap slice");
+    EXPECT_GE(batch[i], 26 - 3 - HostShortfall(runs, i)) << "batch slice, window " << i;
+    EXPECT_GE(latency[i], 30 - 3 - HostShortfall(runs, i))
+        << "latency slice (its share and the idle rest first), window " << i;
   }
   // Reported, not judged: over its share, the latency slice also waits while the batch slice
   // catches up on its own (3.4 ms at p99 on the dev machine, 2.3 ms at p50).
@@ -307,8 +352,8 @@ TEST_F(ComputeShares, ABatchCapSliceGetsItsCapBesideAStandardOne) {
   const std::size_t count = std::min(standard.size(), batch.size());
   ASSERT_GE(count, 3u);
   for (std::size_t i = 1; i < count; ++i) {
-    EXPECT_NEAR(batch[i], 20, 3) << "batch cap slice, window " << i;
-    EXPECT_GE(standard[i], 50 - 3) << "standard slice (wants 50 %), window " << i;
+    ExpectWindowWithin(runs, 1, i, 20, 3, 3, "batch cap slice");
+    EXPECT_GE(standard[i], 50 - 3 - HostShortfall(runs, i)) << "standard slice (wants 50 %), window " << i;
   }
 }
 
