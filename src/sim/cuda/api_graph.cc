@@ -387,12 +387,13 @@ CUresult AddGeneric(CUgraphNode* out, CUgraph handle, const NodeDeps& deps, CUgr
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
       return AddMemFree(*graph, deps, params->free.dptr, out);
-    case CU_GRAPH_NODE_TYPE_GRAPH:
-      switch (params->graph.ownership) {
-        case CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: return AddChildClone(*graph, deps, params->graph.graph, out);
-        case CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: return AddChildMove(*graph, deps, params->graph.graph, out);
-      }
+    case CU_GRAPH_NODE_TYPE_GRAPH: {
+      int ownership = 0;  // a C caller may pass any int: read it as one, not as the enum
+      std::memcpy(&ownership, &params->graph.ownership, sizeof ownership);
+      if (ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) return AddChildClone(*graph, deps, params->graph.graph, out);
+      if (ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) return AddChildMove(*graph, deps, params->graph.graph, out);
       return CUDA_ERROR_INVALID_VALUE;
+    }
     default:
       break;
   }
