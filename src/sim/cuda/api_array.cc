@@ -2,10 +2,12 @@
 //
 // An array is charged width * max(height, 1) * max(depth, 1) * its element size,
 // rounded up to the device granularity; a mipmapped array the sum of its levels
-// (each halving the non-layer extents, down to 1), rounded once. Arrays hold no
-// data in the simulator (copies to and from them are not supported), so no memory
-// backs them. Extents are checked against the H100's texture limits, which also
-// keeps every size computation far from overflow.
+// (each halving the non-layer extents, down to 1), rounded once. Each array and
+// each level is backed as device memory is (array_store.h), so copies move real
+// data. Extents are checked against the H100's texture limits, which also keeps
+// every size computation far from overflow.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -14,16 +16,42 @@
 
 #include "core/abi/array_format.h"
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/array_store.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 
 namespace fgpu::sim::cuda {
 namespace {
 
+// The texels of one array: an anonymous mapping that costs host memory only where written.
+class ArrayBacking {
+ public:
+  ArrayBacking() = default;
+  ArrayBacking(const ArrayBacking&) = delete;
+  ArrayBacking& operator=(const ArrayBacking&) = delete;
+  ~ArrayBacking() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  bool Map(uint64_t bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    data_ = static_cast<std::byte*>(p);
+    bytes_ = bytes;
+    return true;
+  }
+  std::byte* data() const { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
 struct ArrayObject {
   Context* ctx = nullptr;
   int device = 0;
   CUDA_ARRAY3D_DESCRIPTOR desc{};
+  uint64_t element = 0;
+  ArrayBacking backing;
   uint64_t charged = 0;   // 0 for a mipmap level: its mipmapped array holds the charge
   bool is_level = false;  // owned by a mipmapped array, not destroyable on its own
 };
@@ -102,6 +130,10 @@ uint64_t Bytes(size_t width, size_t height, size_t depth, uint64_t element) {
   return width * std::max<size_t>(height, 1) * std::max<size_t>(depth, 1) * element;
 }
 
+uint64_t BytesOf(const ArrayObject& array) {
+  return Bytes(array.desc.Width, array.desc.Height, array.desc.Depth, array.element);
+}
+
 // The extents of mip level `level`: layers (layered, cubemap) do not shrink.
 CUDA_ARRAY3D_DESCRIPTOR LevelDescriptor(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned level) {
   CUDA_ARRAY3D_DESCRIPTOR out = d;
@@ -129,11 +161,10 @@ CUresult CreateArray(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
   array->ctx = ctx;
   array->device = ctx->device;
   array->desc = *desc;
+  array->element = element;
+  if (!array->backing.Map(BytesOf(*array))) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(Arrays().mu);
-  if (CUresult rc = Charge(ctx, Bytes(desc->Width, desc->Height, desc->Depth, element), &array->charged);
-      rc != CUDA_SUCCESS) {
-    return rc;
-  }
+  if (CUresult rc = Charge(ctx, BytesOf(*array), &array->charged); rc != CUDA_SUCCESS) return rc;
   ArrayObject* raw = array.get();
   const uint64_t charged = raw->charged;
   try {
@@ -171,8 +202,10 @@ CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR
     array->ctx = ctx;
     array->device = ctx->device;
     array->desc = LevelDescriptor(*desc, level);
+    array->element = element;
     array->is_level = true;
-    total += Bytes(array->desc.Width, array->desc.Height, array->desc.Depth, element);
+    total += BytesOf(*array);
+    if (!array->backing.Map(BytesOf(*array))) return CUDA_ERROR_OUT_OF_MEMORY;
     mipmap->levels.push_back(std::move(array));
   }
   std::lock_guard lock(Arrays().mu);
@@ -245,6 +278,19 @@ CUDA_ARRAY3D_DESCRIPTOR From2D(size_t width, size_t height, CUarray_format forma
 }
 
 }  // namespace
+
+CUresult FindArray(CUarray handle, ArrayView* out) {
+  std::lock_guard lock(Arrays().mu);
+  const ArrayObject* array = LookupArray(handle);
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  out->data = array->backing.data();
+  out->width = array->desc.Width;
+  out->height = std::max<size_t>(array->desc.Height, 1);
+  out->depth = std::max<size_t>(array->desc.Depth, 1);
+  out->element = array->element;
+  out->device = array->device;
+  return CUDA_SUCCESS;
+}
 
 void ReleaseArraysOf(Context* ctx) {
   std::lock_guard lock(Arrays().mu);

@@ -8,12 +8,13 @@
 // count, as under unified addressing); the host side must be mapped host memory.
 // Synchronous variants first wait for the legacy stream (_ptds: the calling
 // thread's per-thread stream). Asynchronous variants copy at once: simulated kernels
-// compute nothing, so no stream order can observe the difference. CUDA arrays hold
-// no data in the simulator: copies from or to them return CUDA_ERROR_NOT_SUPPORTED.
+// compute nothing, so no stream order can observe the difference. 2D copies are 3D
+// copies of depth 1 (copy_3d.h), from or to CUDA arrays too.
 #include <algorithm>
 #include <cstring>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/copy_3d.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 #include "sim/cuda/stream_gate.h"
@@ -96,70 +97,29 @@ CUresult Async1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, CUstream s
 
 uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-// One side of a 2D copy, widened from either struct version.
-struct Side2D {
-  CUmemorytype type;
-  uint64_t host;
-  uint64_t device;
-  uint64_t x;
-  uint64_t y;
-  uint64_t pitch;
-};
-
-// Validates one side; on success *start is the first byte touched.
-CUresult CheckSide(const Side2D& side, uint64_t width, uint64_t height, Access access, int device,
-                   uint64_t* start) {
-  switch (side.type) {
-    case CU_MEMORYTYPE_ARRAY:
-      return CUDA_ERROR_NOT_SUPPORTED;  // arrays hold no data in the simulator
-    case CU_MEMORYTYPE_HOST:
-    case CU_MEMORYTYPE_DEVICE:
-    case CU_MEMORYTYPE_UNIFIED:
-      break;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
-  if (height > 1 && (side.x > UINT64_MAX - width || side.pitch < side.x + width))
-    return CUDA_ERROR_INVALID_VALUE;
-  const uint64_t base = side.type == CU_MEMORYTYPE_HOST ? side.host : side.device;
-  // The touched extent: rows 0..height-1 of `width` bytes, `pitch` apart.
-  uint64_t offset = 0, bytes = 0, end = 0;
-  if (base == 0 || __builtin_mul_overflow(side.y, side.pitch, &offset) ||
-      __builtin_add_overflow(offset, side.x, &offset) ||
-      __builtin_mul_overflow(height - 1, side.pitch, &bytes) ||
-      __builtin_add_overflow(bytes, width, &bytes) || __builtin_add_overflow(base, offset, start) ||
-      __builtin_add_overflow(*start, bytes, &end)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  bool ok = false;
-  if (side.type == CU_MEMORYTYPE_HOST) {
-    ok = HostRangeUsable(reinterpret_cast<const void*>(*start), bytes, access);
-  } else if (side.type == CU_MEMORYTYPE_DEVICE) {
-    ok = DeviceUsable(*start, bytes, access, device);
-  } else {
-    ok = UnifiedUsable(*start, bytes, access, device);
-  }
-  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
+// A 2D copy is a 3D copy of depth 1 (copy_3d.h), which also covers CUDA arrays.
 template <typename Params>
 CUresult Copy2D(const Params* p, int device) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const Side2D src{p->srcMemoryType, Ptr(p->srcHost), p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch};
-  const Side2D dst{p->dstMemoryType, Ptr(p->dstHost), p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch};
-  const uint64_t width = p->WidthInBytes;
-  const uint64_t height = p->Height;
-  if (src.type == CU_MEMORYTYPE_ARRAY || dst.type == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
-  if (width == 0 || height == 0) return CUDA_SUCCESS;
-  uint64_t from = 0, to = 0;
-  if (CUresult rc = CheckSide(src, width, height, Access::kRead, device, &from); rc != CUDA_SUCCESS)
-    return rc;
-  if (CUresult rc = CheckSide(dst, width, height, Access::kWrite, device, &to); rc != CUDA_SUCCESS) return rc;
-  for (uint64_t row = 0; row < height; ++row) {
-    std::memmove(reinterpret_cast<void*>(to + row * dst.pitch),
-                 reinterpret_cast<const void*>(from + row * src.pitch), width);
-  }
-  return CUDA_SUCCESS;
+  CUDA_MEMCPY3D copy{};
+  copy.srcXInBytes = p->srcXInBytes;
+  copy.srcY = p->srcY;
+  copy.srcMemoryType = p->srcMemoryType;
+  copy.srcHost = p->srcHost;
+  copy.srcDevice = p->srcDevice;
+  copy.srcArray = p->srcArray;
+  copy.srcPitch = p->srcPitch;
+  copy.dstXInBytes = p->dstXInBytes;
+  copy.dstY = p->dstY;
+  copy.dstMemoryType = p->dstMemoryType;
+  copy.dstHost = p->dstHost;
+  copy.dstDevice = p->dstDevice;
+  copy.dstArray = p->dstArray;
+  copy.dstPitch = p->dstPitch;
+  copy.WidthInBytes = p->WidthInBytes;
+  copy.Height = p->Height;
+  copy.Depth = 1;
+  return Copy3D(copy, device);
 }
 
 template <typename Params>
