@@ -12,10 +12,12 @@
 #include <mutex>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/copy_3d.h"
 #include "sim/cuda/graph_internal.h"
 #include "sim/cuda/launch.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
+#include "sim/cuda/stream_gate.h"
 
 namespace fgpu::sim::cuda {
 namespace {
@@ -33,11 +35,14 @@ bool DeviceRangeWritable(uint64_t address, uint64_t bytes, int device) {
   return MemoryRegistry::Get().CanAccess(address, bytes, MemoryRegistry::Access::kWrite, device);
 }
 
-// One side of a 3D copy: whether the bytes it touches are memory of its type.
-CUresult CheckCopySide(CUmemorytype type, uint64_t host, uint64_t dev, uint64_t x, uint64_t y, uint64_t z,
-                       uint64_t pitch, uint64_t rows_per_slice, const CUDA_MEMCPY3D& p, MemoryRegistry::Access access,
-                       int device) {
-  if (type == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;  // arrays hold no data in the simulator
+// One side of a 3D copy: whether the bytes it touches are memory of its type. An array side is
+// checked to be a live array here; its bounds are checked by the copy itself (copy_3d.h).
+CUresult CheckCopySide(CUmemorytype type, uint64_t host, uint64_t dev, CUarray array, uint64_t x, uint64_t y,
+                       uint64_t z, uint64_t pitch, uint64_t rows_per_slice, const CUDA_MEMCPY3D& p,
+                       MemoryRegistry::Access access, int device) {
+  if (type == CU_MEMORYTYPE_ARRAY) {
+    return HandleRegistry::Get().Is(array, Kind::kArray) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
   if (type != CU_MEMORYTYPE_HOST && type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED) {
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -276,34 +281,13 @@ CUresult WriteAttribute(LaunchAttributes& a, CUlaunchAttributeID id, const CUlau
   }
 }
 
-// One slice-row of a 3D copy as a 2D copy: depth slices are `rows_per_slice` rows apart.
-CUresult CopySlices(const CUDA_MEMCPY3D& p, CUstream stream, bool per_thread) {
-  for (size_t z = 0; z < p.Depth; ++z) {
-    CUDA_MEMCPY2D slice{};
-    slice.srcXInBytes = p.srcXInBytes;
-    slice.srcY = p.srcY + (p.srcZ + z) * p.srcHeight;
-    slice.srcMemoryType = p.srcMemoryType;
-    slice.srcHost = p.srcHost;
-    slice.srcDevice = p.srcDevice;
-    slice.srcArray = p.srcArray;
-    slice.srcPitch = p.srcPitch;
-    slice.dstXInBytes = p.dstXInBytes;
-    slice.dstY = p.dstY + (p.dstZ + z) * p.dstHeight;
-    slice.dstMemoryType = p.dstMemoryType;
-    slice.dstHost = p.dstHost;
-    slice.dstDevice = p.dstDevice;
-    slice.dstArray = p.dstArray;
-    slice.dstPitch = p.dstPitch;
-    slice.WidthInBytes = p.WidthInBytes;
-    slice.Height = p.Height;
-    // A single row needs no pitch; the 2D copy insists on one only for several rows.
-    if (p.Height == 1 && p.Depth == 1) {
-      if (slice.srcPitch == 0) slice.srcPitch = p.WidthInBytes + p.srcXInBytes;
-      if (slice.dstPitch == 0) slice.dstPitch = p.WidthInBytes + p.dstXInBytes;
-    }
-    const CUresult rc = per_thread ? cuMemcpy2DAsync_v2_ptsz(&slice, stream) : cuMemcpy2DAsync_v2(&slice, stream);
-    if (rc != CUDA_SUCCESS) return rc;
-  }
+// A copy node runs as an asynchronous copy does: at once, or, behind a stream memory operation's
+// unsatisfied wait, when the stream gets to it (copy_3d.h validates and copies).
+CUresult RunCopy(const CUDA_MEMCPY3D& params, int device, CUstream handle, bool per_thread) {
+  Stream* stream = nullptr;
+  if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
+  if (!StreamHeld(*stream)) return Copy3D(params, device);
+  RunOrHold(*stream, [params, device] { (void)Copy3D(params, device); });  // a failure then goes unreported
   return CUDA_SUCCESS;
 }
 
@@ -342,13 +326,15 @@ CUresult CheckMemsetParams(const CUDA_MEMSET_NODE_PARAMS& p, int device) {
 CUresult CheckMemcpyParams(const CUDA_MEMCPY3D& p, int device) {
   if (p.reserved0 != nullptr || p.reserved1 != nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (p.WidthInBytes == 0 || p.Height == 0 || p.Depth == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult rc = CheckCopySide(p.srcMemoryType, reinterpret_cast<uint64_t>(p.srcHost), p.srcDevice, p.srcXInBytes,
-                                  p.srcY, p.srcZ, p.srcPitch, p.srcHeight, p, MemoryRegistry::Access::kRead, device);
+  if (p.srcLOD != 0 || p.dstLOD != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult rc = CheckCopySide(p.srcMemoryType, reinterpret_cast<uint64_t>(p.srcHost), p.srcDevice, p.srcArray,
+                                  p.srcXInBytes, p.srcY, p.srcZ, p.srcPitch, p.srcHeight, p,
+                                  MemoryRegistry::Access::kRead, device);
       rc != CUDA_SUCCESS) {
     return rc;
   }
-  return CheckCopySide(p.dstMemoryType, reinterpret_cast<uint64_t>(p.dstHost), p.dstDevice, p.dstXInBytes, p.dstY,
-                       p.dstZ, p.dstPitch, p.dstHeight, p, MemoryRegistry::Access::kWrite, device);
+  return CheckCopySide(p.dstMemoryType, reinterpret_cast<uint64_t>(p.dstHost), p.dstDevice, p.dstArray, p.dstXInBytes,
+                       p.dstY, p.dstZ, p.dstPitch, p.dstHeight, p, MemoryRegistry::Access::kWrite, device);
 }
 
 CUresult CheckSemaphores(const CUexternalSemaphore* semaphores, const void* params, unsigned count) {
@@ -422,7 +408,7 @@ CUresult RunGraphStep(const GraphNode& node, CUstream s, bool pt) {
     case GraphNode::Type::kMemset:
       return RunMemset(node.memset, s, pt);
     case GraphNode::Type::kMemcpy:
-      return CopySlices(node.memcpy, s, pt);
+      return RunCopy(node.memcpy, node.device, s, pt);
     case GraphNode::Type::kHost:
       return pt ? cuLaunchHostFunc_ptsz(s, node.host.fn, node.host.userData)
                 : cuLaunchHostFunc(s, node.host.fn, node.host.userData);

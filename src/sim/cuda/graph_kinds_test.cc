@@ -213,7 +213,8 @@ TEST(SimGraphKinds, MemsetMemcpyHostAndEventNodesRunOnLaunch) {
     FGPU_REQUIRE_CU(cuGraphAddEventWaitNode(&bad, graph, nullptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
     CUDA_MEMCPY3D from_array = copy_params;
     from_array.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-    FGPU_REQUIRE_CU(cuGraphAddMemcpyNode(&bad, graph, nullptr, 0, &from_array, ctx.get()), CUDA_ERROR_NOT_SUPPORTED);
+    from_array.srcArray = reinterpret_cast<CUarray>(0x1234);  // no array
+    FGPU_REQUIRE_CU(cuGraphAddMemcpyNode(&bad, graph, nullptr, 0, &from_array, ctx.get()), CUDA_ERROR_INVALID_VALUE);
 
     g_order.clear();
     CUgraphExec exec = nullptr;
@@ -508,6 +509,66 @@ TEST(SimGraphClone, FindInCloneAndDotPrint) {
     FGPU_REQUIRE_CU(cuGraphDebugDotPrint(graph, nullptr, 0), CUDA_ERROR_INVALID_VALUE);
     FGPU_REQUIRE_CU(cuGraphDestroy(clone), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuGraphDestroy(graph), CUDA_SUCCESS);
+    return std::string();
+  }),
+            "");
+}
+
+TEST(SimGraphKinds, MemcpyNodesCopyThroughArraysWithCopy3D) {
+  EXPECT_EQ(RunKindsSim([] {
+    PrimaryContext ctx;
+    FGPU_REQUIRE(ctx.ok());
+    CUarray array = nullptr;
+    const CUDA_ARRAY_DESCRIPTOR desc{16, 4, CU_AD_FORMAT_UNSIGNED_INT32, 1};  // 64-byte rows, 4 rows
+    FGPU_REQUIRE_CU(cuArrayCreate_v2(&array, &desc), CUDA_SUCCESS);
+    std::vector<uint32_t> in(64), out(64, 0);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint32_t>(i * 3 + 1);
+    CUDA_MEMCPY3D to_array;
+    std::memset(&to_array, 0, sizeof(to_array));
+    to_array.srcMemoryType = CU_MEMORYTYPE_HOST;
+    to_array.srcHost = in.data();
+    to_array.srcPitch = 64;
+    to_array.srcHeight = 4;
+    to_array.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    to_array.dstArray = array;
+    to_array.WidthInBytes = 64;
+    to_array.Height = 4;
+    to_array.Depth = 1;
+    CUDA_MEMCPY3D from_array;
+    std::memset(&from_array, 0, sizeof(from_array));
+    from_array.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    from_array.srcArray = array;
+    from_array.dstMemoryType = CU_MEMORYTYPE_HOST;
+    from_array.dstHost = out.data();
+    from_array.dstPitch = 64;
+    from_array.dstHeight = 4;
+    from_array.WidthInBytes = 64;
+    from_array.Height = 4;
+    from_array.Depth = 1;
+    CUgraph graph = nullptr;
+    FGPU_REQUIRE_CU(cuGraphCreate(&graph, 0), CUDA_SUCCESS);
+    CUgraphNode first = nullptr, second = nullptr;
+    FGPU_REQUIRE_CU(cuGraphAddMemcpyNode(&first, graph, nullptr, 0, &to_array, ctx.get()), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuGraphAddMemcpyNode(&second, graph, &first, 1, &from_array, ctx.get()), CUDA_SUCCESS);
+    CUgraphExec exec = nullptr;
+    FGPU_REQUIRE_CU(cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuGraphLaunch(exec, nullptr), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuStreamSynchronize(nullptr), CUDA_SUCCESS);
+    FGPU_REQUIRE(out == in);
+
+    // A copy that runs past the array fails when the graph runs (its bounds are the copy's).
+    from_array.Height = 5;
+    FGPU_REQUIRE_CU(cuGraphExecMemcpyNodeSetParams(exec, second, &from_array, ctx.get()), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuGraphLaunch(exec, nullptr), CUDA_ERROR_INVALID_VALUE);
+    // The memory types of an executable graph's copy cannot change.
+    CUDA_MEMCPY3D host_to_host = to_array;
+    host_to_host.dstMemoryType = CU_MEMORYTYPE_HOST;
+    host_to_host.dstHost = out.data();
+    host_to_host.dstPitch = 64;
+    FGPU_REQUIRE_CU(cuGraphExecMemcpyNodeSetParams(exec, first, &host_to_host, ctx.get()), CUDA_ERROR_INVALID_VALUE);
+    FGPU_REQUIRE_CU(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuGraphDestroy(graph), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuArrayDestroy(array), CUDA_SUCCESS);
     return std::string();
   }),
             "");
