@@ -663,6 +663,10 @@ CUresult cuGraphDestroy(CUgraph hGraph) {
   Graph* graph = nullptr;
   if (CUresult rc = LookupGraph(hGraph, &graph); rc != CUDA_SUCCESS) return rc;
   if (graph->parent != nullptr) return CUDA_ERROR_INVALID_VALUE;  // owned by its child graph node
+  {
+    std::lock_guard lock(graph->mu);
+    if (graph->capturing) return CUDA_ERROR_INVALID_VALUE;  // a stream still captures into it
+  }
   delete graph;  // its executable graphs keep what they took from it
   return CUDA_SUCCESS;
 }

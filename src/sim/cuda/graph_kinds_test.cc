@@ -666,6 +666,7 @@ TEST(SimStreamCapture, InfoDependenciesAndCaptureIntoAGraph) {
     FGPU_REQUIRE_CU(cuStreamCreate(&second, 0), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuStreamBeginCaptureToGraph(second, graph, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
                     CUDA_ERROR_ILLEGAL_STATE);  // already captured into
+    FGPU_REQUIRE_CU(cuGraphDestroy(graph), CUDA_ERROR_INVALID_VALUE);  // not while captured into
     FGPU_REQUIRE_CU(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr), CUDA_SUCCESS);
     CUgraph same = nullptr;
     FGPU_REQUIRE_CU(cuStreamEndCapture(stream, &same), CUDA_SUCCESS);
