@@ -66,6 +66,15 @@ CUresult WaitEvent(CUstream handle, CUevent event, unsigned flags, bool per_thre
   auto* ev = HandleRegistry::Get().Lookup<fgpu::sim::cuda::Event>(event, Kind::kEvent);
   if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (flags > 1) return CUDA_ERROR_INVALID_VALUE;  // CU_EVENT_WAIT_DEFAULT / CU_EVENT_WAIT_EXTERNAL
+  constexpr unsigned kEventWaitExternal = 0x1;
+  if (Graph* graph = stream->capture.load(); graph != nullptr && flags == kEventWaitExternal) {
+    // During capture an external wait becomes an event wait node, as in the driver.
+    auto node = std::make_unique<fgpu::sim::cuda::GraphNode>();
+    node->type = fgpu::sim::cuda::GraphNode::Type::kEventWait;
+    node->event = event;
+    fgpu::sim::cuda::AppendCapturedNode(*graph, std::move(node));
+    return CUDA_SUCCESS;
+  }
   if (ev->recorded.load()) fgpu::sim::cuda::WaitEventOnStream(*stream, *ev);
   return CUDA_SUCCESS;
 }

@@ -642,6 +642,16 @@ TEST(SimStreamCapture, InfoDependenciesAndCaptureIntoAGraph) {
     FGPU_REQUIRE_CU(cuGraphNodeGetType(deps[0], &type), CUDA_SUCCESS);
     FGPU_REQUIRE(type == CU_GRAPH_NODE_TYPE_HOST && edges[0].type == 0);
     const CUgraphNode host_node = deps[0];
+    // External event records and waits become event nodes; a plain record is not captured.
+    CUevent marker = nullptr;
+    FGPU_REQUIRE_CU(cuEventCreate(&marker, 0), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuEventRecord(marker, stream), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FGPU_REQUIRE_CU(cuEventRecordWithFlags(marker, stream, CU_EVENT_RECORD_EXTERNAL), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuStreamWaitEvent(stream, marker, 1), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuStreamGetCaptureInfo_v2(stream, &status, &id, nullptr, &deps, &count), CUDA_SUCCESS);
+    FGPU_REQUIRE(count == 1);
+    FGPU_REQUIRE_CU(cuGraphNodeGetType(deps[0], &type), CUDA_SUCCESS);
+    FGPU_REQUIRE(type == CU_GRAPH_NODE_TYPE_WAIT_EVENT);
     // The next node forgets its predecessor: a second root.
     FGPU_REQUIRE_CU(cuStreamUpdateCaptureDependencies_v2(stream, nullptr, nullptr, 0, CU_STREAM_SET_CAPTURE_DEPENDENCIES),
                     CUDA_SUCCESS);
@@ -673,13 +683,14 @@ TEST(SimStreamCapture, InfoDependenciesAndCaptureIntoAGraph) {
     FGPU_REQUIRE(same == graph);
     size_t dependents = 0;
     FGPU_REQUIRE_CU(cuGraphNodeGetDependentNodes(host_node, nullptr, &dependents), CUDA_SUCCESS);
-    FGPU_REQUIRE(dependents == 1);
+    FGPU_REQUIRE(dependents == 2);  // the event record node and the kernel captured into the graph
     g_order.clear();
     CUgraphExec exec = nullptr;
     FGPU_REQUIRE_CU(cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuGraphLaunch(exec, stream), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuStreamSynchronize(stream), CUDA_SUCCESS);
     FGPU_REQUIRE(g_order == std::vector<int>{4});
+    FGPU_REQUIRE_CU(cuEventQuery(marker), CUDA_SUCCESS);  // recorded by the graph's record node
 
     // The thread's capture mode is exchanged.
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
@@ -691,6 +702,7 @@ TEST(SimStreamCapture, InfoDependenciesAndCaptureIntoAGraph) {
 
     FGPU_REQUIRE_CU(cuGraphExecDestroy(exec), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuGraphDestroy(graph), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuEventDestroy_v2(marker), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuStreamDestroy_v2(second), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuStreamDestroy_v2(stream), CUDA_SUCCESS);
     return std::string();
