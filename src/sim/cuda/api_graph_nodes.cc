@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/api_graph.h"
 #include "sim/cuda/copy_3d.h"
 #include "sim/cuda/graph_internal.h"
 #include "sim/cuda/launch.h"
@@ -362,6 +363,20 @@ CUresult CheckBatchMemOps(const CUstreamBatchMemOpParams* ops, unsigned count, u
         return CUDA_ERROR_INVALID_VALUE;
     }
   }
+  return CUDA_SUCCESS;
+}
+
+CUresult CaptureMemset(Graph& graph, const CUDA_MEMSET_NODE_PARAMS& params, Context& ctx) {
+  auto node = std::make_unique<GraphNode>();
+  if (CUresult rc = FillMemset(params, reinterpret_cast<CUcontext>(&ctx), node.get()); rc != CUDA_SUCCESS) return rc;
+  AppendCapturedNode(graph, std::move(node));
+  return CUDA_SUCCESS;
+}
+
+CUresult CaptureMemcpy(Graph& graph, const CUDA_MEMCPY3D& params, Context& ctx) {
+  auto node = std::make_unique<GraphNode>();
+  if (CUresult rc = FillMemcpy(params, reinterpret_cast<CUcontext>(&ctx), node.get()); rc != CUDA_SUCCESS) return rc;
+  AppendCapturedNode(graph, std::move(node));
   return CUDA_SUCCESS;
 }
 
