@@ -1351,7 +1351,137 @@ namespace ours {
   M(CUdevResource_v1, sm.smCount) \
   M(CUdevResource_v1, _oversize)
 
+#define FGPU_ENUM_CUresourcetype(X, A) \
+  X(CU_RESOURCE_TYPE_ARRAY) \
+  X(CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) \
+  X(CU_RESOURCE_TYPE_LINEAR) \
+  X(CU_RESOURCE_TYPE_PITCH2D)
+#define FGPU_ENUM_CUarraySparseSubresourceType(X, A) \
+  X(CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL) \
+  X(CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL)
+#define FGPU_ENUM_CUmemOperationType(X, A) \
+  X(CU_MEM_OPERATION_TYPE_MAP) \
+  X(CU_MEM_OPERATION_TYPE_UNMAP)
+#define FGPU_ENUM_CUmemHandleType(X, A) \
+  X(CU_MEM_HANDLE_TYPE_GENERIC)
+#define FGPU_ENUM_CUmemcpyFlags(X, A) \
+  X(CU_MEMCPY_FLAG_DEFAULT) \
+  X(CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE)
+#define FGPU_ENUM_CUmemcpySrcAccessOrder(X, A) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_INVALID) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_ANY) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_MAX)
+#define FGPU_ENUM_CUmemcpy3DOperandType(X, A) \
+  X(CU_MEMCPY_OPERAND_TYPE_POINTER) \
+  X(CU_MEMCPY_OPERAND_TYPE_ARRAY) \
+  X(CU_MEMCPY_OPERAND_TYPE_MAX)
+#define FGPU_MEMBERS_CUDA_MEMCPY3D_PEER_v1(M) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcXInBytes) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcY) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcZ) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcLOD) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcMemoryType) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcHost) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcDevice) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcArray) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcContext) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcPitch) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcHeight) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstXInBytes) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstY) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstZ) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstLOD) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstMemoryType) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstHost) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstDevice) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstArray) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstContext) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstPitch) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstHeight) \
+  M(CUDA_MEMCPY3D_PEER_v1, WidthInBytes) \
+  M(CUDA_MEMCPY3D_PEER_v1, Height) \
+  M(CUDA_MEMCPY3D_PEER_v1, Depth)
+#define FGPU_MEMBERS_CUDA_ARRAY_SPARSE_PROPERTIES_v1(M) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent.width) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent.height) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent.depth) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, miptailFirstLevel) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, miptailSize) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, flags) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, reserved)
+#define FGPU_MEMBERS_CUDA_ARRAY_MEMORY_REQUIREMENTS_v1(M) \
+  M(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, size) \
+  M(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, alignment) \
+  M(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, reserved)
+#define FGPU_MEMBERS_CUarrayMapInfo_v1(M) \
+  M(CUarrayMapInfo_v1, resourceType) \
+  M(CUarrayMapInfo_v1, resource) \
+  M(CUarrayMapInfo_v1, resource.mipmap) \
+  M(CUarrayMapInfo_v1, resource.array) \
+  M(CUarrayMapInfo_v1, subresourceType) \
+  M(CUarrayMapInfo_v1, subresource) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.level) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.layer) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.offsetX) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.offsetY) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.offsetZ) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.extentWidth) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.extentHeight) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.extentDepth) \
+  M(CUarrayMapInfo_v1, subresource.miptail) \
+  M(CUarrayMapInfo_v1, subresource.miptail.layer) \
+  M(CUarrayMapInfo_v1, subresource.miptail.offset) \
+  M(CUarrayMapInfo_v1, subresource.miptail.size) \
+  M(CUarrayMapInfo_v1, memOperationType) \
+  M(CUarrayMapInfo_v1, memHandleType) \
+  M(CUarrayMapInfo_v1, memHandle) \
+  M(CUarrayMapInfo_v1, memHandle.memHandle) \
+  M(CUarrayMapInfo_v1, offset) \
+  M(CUarrayMapInfo_v1, deviceBitMask) \
+  M(CUarrayMapInfo_v1, flags) \
+  M(CUarrayMapInfo_v1, reserved)
+#define FGPU_MEMBERS_CUmemcpyAttributes_v1(M) \
+  M(CUmemcpyAttributes_v1, srcAccessOrder) \
+  M(CUmemcpyAttributes_v1, srcLocHint) \
+  M(CUmemcpyAttributes_v1, dstLocHint) \
+  M(CUmemcpyAttributes_v1, flags)
+#define FGPU_MEMBERS_CUoffset3D_v1(M) \
+  M(CUoffset3D_v1, x) \
+  M(CUoffset3D_v1, y) \
+  M(CUoffset3D_v1, z)
+#define FGPU_MEMBERS_CUextent3D_v1(M) \
+  M(CUextent3D_v1, width) \
+  M(CUextent3D_v1, height) \
+  M(CUextent3D_v1, depth)
+#define FGPU_MEMBERS_CUmemcpy3DOperand_v1(M) \
+  M(CUmemcpy3DOperand_v1, type) \
+  M(CUmemcpy3DOperand_v1, op) \
+  M(CUmemcpy3DOperand_v1, op.ptr) \
+  M(CUmemcpy3DOperand_v1, op.ptr.ptr) \
+  M(CUmemcpy3DOperand_v1, op.ptr.rowLength) \
+  M(CUmemcpy3DOperand_v1, op.ptr.layerHeight) \
+  M(CUmemcpy3DOperand_v1, op.ptr.locHint) \
+  M(CUmemcpy3DOperand_v1, op.array) \
+  M(CUmemcpy3DOperand_v1, op.array.array) \
+  M(CUmemcpy3DOperand_v1, op.array.offset)
+#define FGPU_MEMBERS_CUDA_MEMCPY3D_BATCH_OP_v1(M) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, src) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, dst) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, extent) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, srcAccessOrder) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, flags)
 #define FGPU_ENUM_TYPES(E) \
+  E(CUresourcetype, CUresourcetype_enum) \
+  E(CUarraySparseSubresourceType, CUarraySparseSubresourceType_enum) \
+  E(CUmemOperationType, CUmemOperationType_enum) \
+  E(CUmemHandleType, CUmemHandleType_enum) \
+  E(CUmemcpyFlags, CUmemcpyFlags_enum) \
+  E(CUmemcpySrcAccessOrder, CUmemcpySrcAccessOrder_enum) \
+  E(CUmemcpy3DOperandType, CUmemcpy3DOperandType_enum) \
   E(CUresult, cudaError_enum) \
   E(CUdevice_attribute, CUdevice_attribute_enum) \
   E(CUpointer_attribute, CUpointer_attribute_enum) \
@@ -1436,6 +1566,15 @@ namespace ours {
   E(CUdriverProcAddressQueryResult, CUdriverProcAddressQueryResult_enum)
 
 #define FGPU_STRUCT_TYPES(S) \
+  S(CUDA_MEMCPY3D_PEER_v1, CUDA_MEMCPY3D_PEER_st) \
+  S(CUDA_ARRAY_SPARSE_PROPERTIES_v1, CUDA_ARRAY_SPARSE_PROPERTIES_st) \
+  S(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, CUDA_ARRAY_MEMORY_REQUIREMENTS_st) \
+  S(CUarrayMapInfo_v1, CUarrayMapInfo_st) \
+  S(CUmemcpyAttributes_v1, CUmemcpyAttributes_st) \
+  S(CUoffset3D_v1, CUoffset3D_st) \
+  S(CUextent3D_v1, CUextent3D_st) \
+  S(CUmemcpy3DOperand_v1, CUmemcpy3DOperand_st) \
+  S(CUDA_MEMCPY3D_BATCH_OP_v1, CUDA_MEMCPY3D_BATCH_OP_st) \
   S(CUuuid, CUuuid_st) \
   S(CUipcMemHandle_v1, CUipcMemHandle_st) \
   S(CUipcEventHandle_v1, CUipcEventHandle_st) \
@@ -1546,6 +1685,15 @@ namespace ours {
 
 // T(alias, target): cuda.h maps the (often unversioned) alias to target.
 #define FGPU_TYPEDEF_ALIASES(T) \
+  T(CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER_v1) \
+  T(CUDA_ARRAY_SPARSE_PROPERTIES, CUDA_ARRAY_SPARSE_PROPERTIES_v1) \
+  T(CUDA_ARRAY_MEMORY_REQUIREMENTS, CUDA_ARRAY_MEMORY_REQUIREMENTS_v1) \
+  T(CUarrayMapInfo, CUarrayMapInfo_v1) \
+  T(CUmemcpyAttributes, CUmemcpyAttributes_v1) \
+  T(CUoffset3D, CUoffset3D_v1) \
+  T(CUextent3D, CUextent3D_v1) \
+  T(CUmemcpy3DOperand, CUmemcpy3DOperand_v1) \
+  T(CUDA_MEMCPY3D_BATCH_OP, CUDA_MEMCPY3D_BATCH_OP_v1) \
   T(CUdeviceptr, CUdeviceptr_v2) \
   T(CUdevice, CUdevice_v1) \
   T(CUmemGenericAllocationHandle, CUmemGenericAllocationHandle_v1) \

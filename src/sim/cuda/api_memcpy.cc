@@ -15,28 +15,14 @@
 
 #include "core/abi/cuda_api.h"
 #include "sim/cuda/copy_3d.h"
+#include "sim/cuda/copy_entry.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 #include "sim/cuda/stream_gate.h"
 
 namespace fgpu::sim::cuda {
-namespace {
 
-using Access = MemoryRegistry::Access;
-
-bool DeviceUsable(uint64_t addr, uint64_t n, Access access, int device) {
-  return n == 0 || MemoryRegistry::Get().CanAccess(addr, n, access, device);
-}
-
-// A unified address is device memory if the driver knows it, host memory otherwise.
-bool UnifiedUsable(uint64_t addr, uint64_t n, Access access, int device) {
-  if (n == 0) return true;
-  if (MemoryRegistry::Get().Find(addr)) return DeviceUsable(addr, n, access, device);
-  return HostRangeUsable(reinterpret_cast<const void*>(addr), n, access);
-}
-
-// Waits as a synchronous copy does, then yields the device the copy runs on.
-CUresult EnterSync(bool per_thread, int* device) {
+CUresult EnterSyncCopy(bool per_thread, int* device) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Context* ctx = nullptr;
   if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
@@ -53,7 +39,7 @@ CUresult EnterSync(bool per_thread, int* device) {
   return CUDA_SUCCESS;
 }
 
-CUresult EnterAsync(CUstream handle, bool per_thread, int* device) {
+CUresult EnterAsyncCopy(CUstream handle, bool per_thread, int* device) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Stream* stream = nullptr;
   if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
@@ -61,6 +47,21 @@ CUresult EnterAsync(CUstream handle, bool per_thread, int* device) {
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   *device = stream->ctx->device;
   return CUDA_SUCCESS;
+}
+
+namespace {
+
+using Access = MemoryRegistry::Access;
+
+bool DeviceUsable(uint64_t addr, uint64_t n, Access access, int device) {
+  return n == 0 || MemoryRegistry::Get().CanAccess(addr, n, access, device);
+}
+
+// A unified address is device memory if the driver knows it, host memory otherwise.
+bool UnifiedUsable(uint64_t addr, uint64_t n, Access access, int device) {
+  if (n == 0) return true;
+  if (MemoryRegistry::Get().Find(addr)) return DeviceUsable(addr, n, access, device);
+  return HostRangeUsable(reinterpret_cast<const void*>(addr), n, access);
 }
 
 enum class Kind1D : uint8_t { kHtoD, kDtoH, kDtoD, kUnified };
@@ -85,13 +86,13 @@ CUresult Copy1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, int device)
 
 CUresult Sync1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy1D(kind, dst, src, n, device);
 }
 
 CUresult Async1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy1D(kind, dst, src, n, device);
 }
 
@@ -125,14 +126,14 @@ CUresult Copy2D(const Params* p, int device) {
 template <typename Params>
 CUresult Sync2D(const Params* p, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy2D(p, device);
 }
 
 template <typename Params>
 CUresult Async2D(const Params* p, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy2D(p, device);
 }
 
@@ -150,14 +151,14 @@ CUresult Set(uint64_t dst, T value, uint64_t count, int device) {
 template <typename T>
 CUresult SyncSet(uint64_t dst, T value, uint64_t count, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set(dst, value, count, device);
 }
 
 template <typename T>
 CUresult AsyncSet(uint64_t dst, T value, uint64_t count, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set(dst, value, count, device);
 }
 
@@ -181,7 +182,7 @@ CUresult Set2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t h
 template <typename T>
 CUresult SyncSet2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set2D(dst, pitch, value, width, height, device);
 }
 
@@ -189,7 +190,7 @@ template <typename T>
 CUresult AsyncSet2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, CUstream stream,
                     bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set2D(dst, pitch, value, width, height, device);
 }
 
@@ -220,7 +221,7 @@ CUresult SyncPeer(uint64_t dst, CUcontext dst_handle, uint64_t src, CUcontext sr
   Context* src_ctx = nullptr;
   if (CUresult rc = PeerContexts(dst_handle, src_handle, &dst_ctx, &src_ctx); rc != CUDA_SUCCESS) return rc;
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   Runtime::Get().WaitLegacyStream(dst_ctx);
   Runtime::Get().WaitLegacyStream(src_ctx);
   return CopyPeer(dst, *dst_ctx, src, *src_ctx, n);
@@ -233,7 +234,7 @@ CUresult AsyncPeer(uint64_t dst, CUcontext dst_handle, uint64_t src, CUcontext s
   Context* src_ctx = nullptr;
   if (CUresult rc = PeerContexts(dst_handle, src_handle, &dst_ctx, &src_ctx); rc != CUDA_SUCCESS) return rc;
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return CopyPeer(dst, *dst_ctx, src, *src_ctx, n);
 }
 
@@ -351,6 +352,16 @@ CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
 }
 CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
   return Guarded([&] { return sim::Async2D(pCopy, hStream, true); });
+}
+// The simulator has no pitch alignment to relax: the unaligned forms are the 2D copies.
+CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, false); });
+}
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, false); });
+}
+CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, true); });
 }
 
 // --- sets ---------------------------------------------------------------------------------

@@ -30,4 +30,13 @@ struct ArrayView {
 // is the application's bug, as with cuMemFree.
 CUresult FindArray(CUarray handle, ArrayView* out);
 
+// Deferred-mapping arrays (defined in api_vmm.cc): maps `bytes` of the physical memory behind a
+// live VMM handle, from `offset`, as shared memory the array's texels then live in, and counts it
+// as a mapping of the handle so the memory (and its charge) stays until it is unmapped.
+// CUDA_ERROR_INVALID_VALUE for an unknown or released handle, a range outside it, or memory on
+// another device than `device`.
+CUresult MapPhysicalIntoArray(CUmemGenericAllocationHandle handle, uint64_t offset, uint64_t bytes, int device,
+                              std::byte** data);
+void UnmapPhysicalFromArray(CUmemGenericAllocationHandle handle, void* data, uint64_t bytes);
+
 }  // namespace fgpu::sim::cuda

@@ -129,9 +129,7 @@ CopySideParams DestinationOf(const CUDA_MEMCPY3D& p) {
           p.dstY,          p.dstZ,    p.dstLOD,    p.dstPitch, p.dstHeight};
 }
 
-}  // namespace
-
-CUresult Copy3DBetween(const CUDA_MEMCPY3D& params, int src_device, int dst_device) {
+CUresult Resolve3D(const CUDA_MEMCPY3D& params, int src_device, int dst_device, bool copy) {
   const CopySideParams src = SourceOf(params);
   const CopySideParams dst = DestinationOf(params);
   if (CUresult rc = CheckSideShape(src); rc != CUDA_SUCCESS) return rc;
@@ -141,6 +139,7 @@ CUresult Copy3DBetween(const CUDA_MEMCPY3D& params, int src_device, int dst_devi
   ResolvedSide from, to;
   if (CUresult rc = ResolveSide(src, extent, MemoryAccess::kRead, src_device, &from); rc != CUDA_SUCCESS) return rc;
   if (CUresult rc = ResolveSide(dst, extent, MemoryAccess::kWrite, dst_device, &to); rc != CUDA_SUCCESS) return rc;
+  if (!copy) return CUDA_SUCCESS;
   for (uint64_t z = 0; z < extent.depth; ++z) {
     for (uint64_t y = 0; y < extent.height; ++y) {
       std::memmove(to.start + z * to.slice_stride + y * to.row_stride,
@@ -150,6 +149,14 @@ CUresult Copy3DBetween(const CUDA_MEMCPY3D& params, int src_device, int dst_devi
   return CUDA_SUCCESS;
 }
 
-CUresult Copy3D(const CUDA_MEMCPY3D& params, int device) { return Copy3DBetween(params, device, device); }
+}  // namespace
+
+CUresult Copy3DBetween(const CUDA_MEMCPY3D& params, int src_device, int dst_device) {
+  return Resolve3D(params, src_device, dst_device, true);
+}
+
+CUresult Copy3D(const CUDA_MEMCPY3D& params, int device) { return Resolve3D(params, device, device, true); }
+
+CUresult Check3D(const CUDA_MEMCPY3D& params, int device) { return Resolve3D(params, device, device, false); }
 
 }  // namespace fgpu::sim::cuda

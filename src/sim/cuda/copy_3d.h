@@ -25,4 +25,7 @@ CUresult Copy3D(const CUDA_MEMCPY3D& params, int device);
 // `dst_device` (cuMemcpy3DPeer: each side belongs to its own context).
 CUresult Copy3DBetween(const CUDA_MEMCPY3D& params, int src_device, int dst_device);
 
+// Copy3D's validation alone, touching nothing (a batch checks every copy before it runs one).
+CUresult Check3D(const CUDA_MEMCPY3D& params, int device);
+
 }  // namespace fgpu::sim::cuda
