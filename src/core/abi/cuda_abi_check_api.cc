@@ -38,6 +38,14 @@ using PFN_cuMemcpyPeer_v7000_ptsz = PFN_cuMemcpyPeer_v7000_ptds;
 using PFN_cuMemsetD2D8_v7000_ptsz = PFN_cuMemsetD2D8_v7000_ptds;
 using PFN_cuMemsetD2D16_v7000_ptsz = PFN_cuMemsetD2D16_v7000_ptds;
 using PFN_cuMemsetD2D32_v7000_ptsz = PFN_cuMemsetD2D32_v7000_ptds;
+using PFN_cuMemcpy2DUnaligned_v7000_ptsz = PFN_cuMemcpy2DUnaligned_v7000_ptds;
+using PFN_cuMemcpy3D_v7000_ptsz = PFN_cuMemcpy3D_v7000_ptds;
+using PFN_cuMemcpy3DPeer_v7000_ptsz = PFN_cuMemcpy3DPeer_v7000_ptds;
+using PFN_cuMemcpyDtoA_v7000_ptsz = PFN_cuMemcpyDtoA_v7000_ptds;
+using PFN_cuMemcpyAtoD_v7000_ptsz = PFN_cuMemcpyAtoD_v7000_ptds;
+using PFN_cuMemcpyHtoA_v7000_ptsz = PFN_cuMemcpyHtoA_v7000_ptds;
+using PFN_cuMemcpyAtoH_v7000_ptsz = PFN_cuMemcpyAtoH_v7000_ptds;
+using PFN_cuMemcpyAtoA_v7000_ptsz = PFN_cuMemcpyAtoA_v7000_ptds;
 
 #define FGPU_PFN_0(base, version) PFN_##base##_v##version
 #define FGPU_PFN_1(base, version) PFN_##base##_v##version##_ptsz

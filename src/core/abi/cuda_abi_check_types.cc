@@ -1097,14 +1097,130 @@ namespace ours {
   M(CUgraphEdgeData, to_port) \
   M(CUgraphEdgeData, type) \
   M(CUgraphEdgeData, reserved)
+#define FGPU_MEMBERS_CUDA_MEMSET_NODE_PARAMS_v1(M) \
+  M(CUDA_MEMSET_NODE_PARAMS_v1, dst) \
+  M(CUDA_MEMSET_NODE_PARAMS_v1, pitch) \
+  M(CUDA_MEMSET_NODE_PARAMS_v1, value) \
+  M(CUDA_MEMSET_NODE_PARAMS_v1, elementSize) \
+  M(CUDA_MEMSET_NODE_PARAMS_v1, width) \
+  M(CUDA_MEMSET_NODE_PARAMS_v1, height)
+#define FGPU_MEMBERS_CUDA_MEMSET_NODE_PARAMS_v2(M) \
+  M(CUDA_MEMSET_NODE_PARAMS_v2, dst) \
+  M(CUDA_MEMSET_NODE_PARAMS_v2, pitch) \
+  M(CUDA_MEMSET_NODE_PARAMS_v2, value) \
+  M(CUDA_MEMSET_NODE_PARAMS_v2, elementSize) \
+  M(CUDA_MEMSET_NODE_PARAMS_v2, width) \
+  M(CUDA_MEMSET_NODE_PARAMS_v2, height) \
+  M(CUDA_MEMSET_NODE_PARAMS_v2, ctx)
+#define FGPU_MEMBERS_CUDA_HOST_NODE_PARAMS_v1(M) \
+  M(CUDA_HOST_NODE_PARAMS_v1, fn) \
+  M(CUDA_HOST_NODE_PARAMS_v1, userData)
+#define FGPU_MEMBERS_CUDA_HOST_NODE_PARAMS_v2(M) \
+  M(CUDA_HOST_NODE_PARAMS_v2, fn) \
+  M(CUDA_HOST_NODE_PARAMS_v2, userData)
+#define FGPU_MEMBERS_CUDA_MEMCPY_NODE_PARAMS(M) \
+  M(CUDA_MEMCPY_NODE_PARAMS, flags) \
+  M(CUDA_MEMCPY_NODE_PARAMS, reserved) \
+  M(CUDA_MEMCPY_NODE_PARAMS, copyCtx) \
+  M(CUDA_MEMCPY_NODE_PARAMS, copyParams)
+#define FGPU_MEMBERS_CUDA_EVENT_RECORD_NODE_PARAMS(M) \
+  M(CUDA_EVENT_RECORD_NODE_PARAMS, event)
+#define FGPU_MEMBERS_CUDA_EVENT_WAIT_NODE_PARAMS(M) \
+  M(CUDA_EVENT_WAIT_NODE_PARAMS, event)
+#define FGPU_MEMBERS_CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1(M) \
+  M(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1, extSemArray) \
+  M(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1, paramsArray) \
+  M(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1, numExtSems)
+#define FGPU_MEMBERS_CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2(M) \
+  M(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2, extSemArray) \
+  M(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2, paramsArray) \
+  M(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2, numExtSems)
+#define FGPU_MEMBERS_CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1(M) \
+  M(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1, extSemArray) \
+  M(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1, paramsArray) \
+  M(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1, numExtSems)
+#define FGPU_MEMBERS_CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2(M) \
+  M(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2, extSemArray) \
+  M(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2, paramsArray) \
+  M(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2, numExtSems)
+#define FGPU_MEMBERS_CUDA_BATCH_MEM_OP_NODE_PARAMS_v1(M) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1, ctx) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1, count) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1, paramArray) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1, flags)
+#define FGPU_MEMBERS_CUDA_BATCH_MEM_OP_NODE_PARAMS_v2(M) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2, ctx) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2, count) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2, paramArray) \
+  M(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2, flags)
+#define FGPU_MEMBERS_CUDA_CONDITIONAL_NODE_PARAMS(M) \
+  M(CUDA_CONDITIONAL_NODE_PARAMS, handle) \
+  M(CUDA_CONDITIONAL_NODE_PARAMS, type) \
+  M(CUDA_CONDITIONAL_NODE_PARAMS, size) \
+  M(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out) \
+  M(CUDA_CONDITIONAL_NODE_PARAMS, ctx)
+#define FGPU_MEMBERS_CUgraphExecUpdateResultInfo_v1(M) \
+  M(CUgraphExecUpdateResultInfo_v1, result) \
+  M(CUgraphExecUpdateResultInfo_v1, errorNode) \
+  M(CUgraphExecUpdateResultInfo_v1, errorFromNode)
+#define FGPU_ENUM_CUgraphConditionalNodeType(X, A) \
+  X(CU_GRAPH_COND_TYPE_IF) \
+  X(CU_GRAPH_COND_TYPE_WHILE) \
+  X(CU_GRAPH_COND_TYPE_SWITCH)
+#define FGPU_ENUM_CUgraphDependencyType(X, A) \
+  X(CU_GRAPH_DEPENDENCY_TYPE_DEFAULT) \
+  X(CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC)
+#define FGPU_ENUM_CUgraphExecUpdateResult(X, A) \
+  X(CU_GRAPH_EXEC_UPDATE_SUCCESS) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE) \
+  X(CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED)
+#define FGPU_ENUM_CUstreamUpdateCaptureDependencies_flags(X, A) \
+  X(CU_STREAM_ADD_CAPTURE_DEPENDENCIES) \
+  X(CU_STREAM_SET_CAPTURE_DEPENDENCIES)
+#define FGPU_ENUM_CUgraphDebugDot_flags(X, A) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_SIGNAL_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_WAIT_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_ATTRIBUTES) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_MEM_ALLOC_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO) \
+  X(CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS)
+#define FGPU_ENUM_CUuserObject_flags(X, A) \
+  X(CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
+#define FGPU_ENUM_CUuserObjectRetain_flags(X, A) \
+  X(CU_GRAPH_USER_OBJECT_MOVE)
 #define FGPU_MEMBERS_CUgraphNodeParams(M) \
   M(CUgraphNodeParams, type) \
   M(CUgraphNodeParams, reserved0) \
   M(CUgraphNodeParams, reserved1) \
   M(CUgraphNodeParams, kernel) \
+  M(CUgraphNodeParams, memcpy) \
+  M(CUgraphNodeParams, memset) \
+  M(CUgraphNodeParams, host) \
   M(CUgraphNodeParams, graph) \
+  M(CUgraphNodeParams, eventWait) \
+  M(CUgraphNodeParams, eventRecord) \
+  M(CUgraphNodeParams, extSemSignal) \
+  M(CUgraphNodeParams, extSemWait) \
   M(CUgraphNodeParams, alloc) \
   M(CUgraphNodeParams, free) \
+  M(CUgraphNodeParams, memOp) \
+  M(CUgraphNodeParams, conditional) \
   M(CUgraphNodeParams, reserved2)
 
 #define FGPU_MEMBERS_CUstreamBatchMemOpParams_v1(M) \
@@ -1235,7 +1351,137 @@ namespace ours {
   M(CUdevResource_v1, sm.smCount) \
   M(CUdevResource_v1, _oversize)
 
+#define FGPU_ENUM_CUresourcetype(X, A) \
+  X(CU_RESOURCE_TYPE_ARRAY) \
+  X(CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) \
+  X(CU_RESOURCE_TYPE_LINEAR) \
+  X(CU_RESOURCE_TYPE_PITCH2D)
+#define FGPU_ENUM_CUarraySparseSubresourceType(X, A) \
+  X(CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL) \
+  X(CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL)
+#define FGPU_ENUM_CUmemOperationType(X, A) \
+  X(CU_MEM_OPERATION_TYPE_MAP) \
+  X(CU_MEM_OPERATION_TYPE_UNMAP)
+#define FGPU_ENUM_CUmemHandleType(X, A) \
+  X(CU_MEM_HANDLE_TYPE_GENERIC)
+#define FGPU_ENUM_CUmemcpyFlags(X, A) \
+  X(CU_MEMCPY_FLAG_DEFAULT) \
+  X(CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE)
+#define FGPU_ENUM_CUmemcpySrcAccessOrder(X, A) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_INVALID) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_ANY) \
+  X(CU_MEMCPY_SRC_ACCESS_ORDER_MAX)
+#define FGPU_ENUM_CUmemcpy3DOperandType(X, A) \
+  X(CU_MEMCPY_OPERAND_TYPE_POINTER) \
+  X(CU_MEMCPY_OPERAND_TYPE_ARRAY) \
+  X(CU_MEMCPY_OPERAND_TYPE_MAX)
+#define FGPU_MEMBERS_CUDA_MEMCPY3D_PEER_v1(M) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcXInBytes) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcY) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcZ) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcLOD) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcMemoryType) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcHost) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcDevice) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcArray) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcContext) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcPitch) \
+  M(CUDA_MEMCPY3D_PEER_v1, srcHeight) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstXInBytes) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstY) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstZ) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstLOD) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstMemoryType) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstHost) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstDevice) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstArray) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstContext) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstPitch) \
+  M(CUDA_MEMCPY3D_PEER_v1, dstHeight) \
+  M(CUDA_MEMCPY3D_PEER_v1, WidthInBytes) \
+  M(CUDA_MEMCPY3D_PEER_v1, Height) \
+  M(CUDA_MEMCPY3D_PEER_v1, Depth)
+#define FGPU_MEMBERS_CUDA_ARRAY_SPARSE_PROPERTIES_v1(M) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent.width) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent.height) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, tileExtent.depth) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, miptailFirstLevel) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, miptailSize) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, flags) \
+  M(CUDA_ARRAY_SPARSE_PROPERTIES_v1, reserved)
+#define FGPU_MEMBERS_CUDA_ARRAY_MEMORY_REQUIREMENTS_v1(M) \
+  M(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, size) \
+  M(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, alignment) \
+  M(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, reserved)
+#define FGPU_MEMBERS_CUarrayMapInfo_v1(M) \
+  M(CUarrayMapInfo_v1, resourceType) \
+  M(CUarrayMapInfo_v1, resource) \
+  M(CUarrayMapInfo_v1, resource.mipmap) \
+  M(CUarrayMapInfo_v1, resource.array) \
+  M(CUarrayMapInfo_v1, subresourceType) \
+  M(CUarrayMapInfo_v1, subresource) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.level) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.layer) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.offsetX) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.offsetY) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.offsetZ) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.extentWidth) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.extentHeight) \
+  M(CUarrayMapInfo_v1, subresource.sparseLevel.extentDepth) \
+  M(CUarrayMapInfo_v1, subresource.miptail) \
+  M(CUarrayMapInfo_v1, subresource.miptail.layer) \
+  M(CUarrayMapInfo_v1, subresource.miptail.offset) \
+  M(CUarrayMapInfo_v1, subresource.miptail.size) \
+  M(CUarrayMapInfo_v1, memOperationType) \
+  M(CUarrayMapInfo_v1, memHandleType) \
+  M(CUarrayMapInfo_v1, memHandle) \
+  M(CUarrayMapInfo_v1, memHandle.memHandle) \
+  M(CUarrayMapInfo_v1, offset) \
+  M(CUarrayMapInfo_v1, deviceBitMask) \
+  M(CUarrayMapInfo_v1, flags) \
+  M(CUarrayMapInfo_v1, reserved)
+#define FGPU_MEMBERS_CUmemcpyAttributes_v1(M) \
+  M(CUmemcpyAttributes_v1, srcAccessOrder) \
+  M(CUmemcpyAttributes_v1, srcLocHint) \
+  M(CUmemcpyAttributes_v1, dstLocHint) \
+  M(CUmemcpyAttributes_v1, flags)
+#define FGPU_MEMBERS_CUoffset3D_v1(M) \
+  M(CUoffset3D_v1, x) \
+  M(CUoffset3D_v1, y) \
+  M(CUoffset3D_v1, z)
+#define FGPU_MEMBERS_CUextent3D_v1(M) \
+  M(CUextent3D_v1, width) \
+  M(CUextent3D_v1, height) \
+  M(CUextent3D_v1, depth)
+#define FGPU_MEMBERS_CUmemcpy3DOperand_v1(M) \
+  M(CUmemcpy3DOperand_v1, type) \
+  M(CUmemcpy3DOperand_v1, op) \
+  M(CUmemcpy3DOperand_v1, op.ptr) \
+  M(CUmemcpy3DOperand_v1, op.ptr.ptr) \
+  M(CUmemcpy3DOperand_v1, op.ptr.rowLength) \
+  M(CUmemcpy3DOperand_v1, op.ptr.layerHeight) \
+  M(CUmemcpy3DOperand_v1, op.ptr.locHint) \
+  M(CUmemcpy3DOperand_v1, op.array) \
+  M(CUmemcpy3DOperand_v1, op.array.array) \
+  M(CUmemcpy3DOperand_v1, op.array.offset)
+#define FGPU_MEMBERS_CUDA_MEMCPY3D_BATCH_OP_v1(M) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, src) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, dst) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, extent) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, srcAccessOrder) \
+  M(CUDA_MEMCPY3D_BATCH_OP_v1, flags)
 #define FGPU_ENUM_TYPES(E) \
+  E(CUresourcetype, CUresourcetype_enum) \
+  E(CUarraySparseSubresourceType, CUarraySparseSubresourceType_enum) \
+  E(CUmemOperationType, CUmemOperationType_enum) \
+  E(CUmemHandleType, CUmemHandleType_enum) \
+  E(CUmemcpyFlags, CUmemcpyFlags_enum) \
+  E(CUmemcpySrcAccessOrder, CUmemcpySrcAccessOrder_enum) \
+  E(CUmemcpy3DOperandType, CUmemcpy3DOperandType_enum) \
   E(CUresult, cudaError_enum) \
   E(CUdevice_attribute, CUdevice_attribute_enum) \
   E(CUpointer_attribute, CUpointer_attribute_enum) \
@@ -1309,10 +1555,26 @@ namespace ours {
   E(CUgraphMem_attribute, CUgraphMem_attribute_enum) \
   E(CUgraphNodeType, CUgraphNodeType_enum) \
   E(CUgraphChildGraphNodeOwnership, CUgraphChildGraphNodeOwnership_enum) \
+  E(CUgraphConditionalNodeType, CUgraphConditionalNodeType_enum) \
+  E(CUgraphDependencyType, CUgraphDependencyType_enum) \
+  E(CUgraphExecUpdateResult, CUgraphExecUpdateResult_enum) \
+  E(CUstreamUpdateCaptureDependencies_flags, CUstreamUpdateCaptureDependencies_flags_enum) \
+  E(CUgraphDebugDot_flags, CUgraphDebugDot_flags_enum) \
+  E(CUuserObject_flags, CUuserObject_flags_enum) \
+  E(CUuserObjectRetain_flags, CUuserObjectRetain_flags_enum) \
   E(CUdriverProcAddress_flags, CUdriverProcAddress_flags_enum) \
   E(CUdriverProcAddressQueryResult, CUdriverProcAddressQueryResult_enum)
 
 #define FGPU_STRUCT_TYPES(S) \
+  S(CUDA_MEMCPY3D_PEER_v1, CUDA_MEMCPY3D_PEER_st) \
+  S(CUDA_ARRAY_SPARSE_PROPERTIES_v1, CUDA_ARRAY_SPARSE_PROPERTIES_st) \
+  S(CUDA_ARRAY_MEMORY_REQUIREMENTS_v1, CUDA_ARRAY_MEMORY_REQUIREMENTS_st) \
+  S(CUarrayMapInfo_v1, CUarrayMapInfo_st) \
+  S(CUmemcpyAttributes_v1, CUmemcpyAttributes_st) \
+  S(CUoffset3D_v1, CUoffset3D_st) \
+  S(CUextent3D_v1, CUextent3D_st) \
+  S(CUmemcpy3DOperand_v1, CUmemcpy3DOperand_st) \
+  S(CUDA_MEMCPY3D_BATCH_OP_v1, CUDA_MEMCPY3D_BATCH_OP_st) \
   S(CUuuid, CUuuid_st) \
   S(CUipcMemHandle_v1, CUipcMemHandle_st) \
   S(CUipcEventHandle_v1, CUipcEventHandle_st) \
@@ -1349,6 +1611,21 @@ namespace ours {
   S(CUDA_CHILD_GRAPH_NODE_PARAMS, CUDA_CHILD_GRAPH_NODE_PARAMS_st) \
   S(CUgraphEdgeData, CUgraphEdgeData_st) \
   S(CUgraphNodeParams, CUgraphNodeParams_st) \
+  S(CUDA_MEMSET_NODE_PARAMS_v1, CUDA_MEMSET_NODE_PARAMS_st) \
+  S(CUDA_MEMSET_NODE_PARAMS_v2, CUDA_MEMSET_NODE_PARAMS_v2_st) \
+  S(CUDA_HOST_NODE_PARAMS_v1, CUDA_HOST_NODE_PARAMS_st) \
+  S(CUDA_HOST_NODE_PARAMS_v2, CUDA_HOST_NODE_PARAMS_v2_st) \
+  S(CUDA_MEMCPY_NODE_PARAMS, CUDA_MEMCPY_NODE_PARAMS_st) \
+  S(CUDA_EVENT_RECORD_NODE_PARAMS, CUDA_EVENT_RECORD_NODE_PARAMS_st) \
+  S(CUDA_EVENT_WAIT_NODE_PARAMS, CUDA_EVENT_WAIT_NODE_PARAMS_st) \
+  S(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_st) \
+  S(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v2_st) \
+  S(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1, CUDA_EXT_SEM_WAIT_NODE_PARAMS_st) \
+  S(CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2, CUDA_EXT_SEM_WAIT_NODE_PARAMS_v2_st) \
+  S(CUDA_BATCH_MEM_OP_NODE_PARAMS_v1, CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st) \
+  S(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2, CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st) \
+  S(CUDA_CONDITIONAL_NODE_PARAMS, CUDA_CONDITIONAL_NODE_PARAMS) \
+  S(CUgraphExecUpdateResultInfo_v1, CUgraphExecUpdateResultInfo_st) \
   S(CUstreamBatchMemOpParams_v1, CUstreamBatchMemOpParams_union) \
   S(CUDA_EXTERNAL_MEMORY_HANDLE_DESC_v1, CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st) \
   S(CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1, CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st) \
@@ -1382,6 +1659,7 @@ namespace ours {
   H(CUgraph, CUgraph_st) \
   H(CUgraphNode, CUgraphNode_st) \
   H(CUgraphExec, CUgraphExec_st) \
+  H(CUuserObject, CUuserObject_st) \
   H(CUmemoryPool, CUmemPoolHandle_st) \
   H(CUgraphDeviceNode, CUgraphDeviceUpdatableNode_st) \
   H(CUgreenCtx, CUgreenCtx_st) \
@@ -1402,10 +1680,20 @@ namespace ours {
   T(CUdeviceptr_v1) \
   T(CUdevice_v1) \
   T(CUmemGenericAllocationHandle_v1) \
-  T(CUlogIterator)
+  T(CUlogIterator) \
+  T(CUgraphConditionalHandle)
 
 // T(alias, target): cuda.h maps the (often unversioned) alias to target.
 #define FGPU_TYPEDEF_ALIASES(T) \
+  T(CUDA_MEMCPY3D_PEER, CUDA_MEMCPY3D_PEER_v1) \
+  T(CUDA_ARRAY_SPARSE_PROPERTIES, CUDA_ARRAY_SPARSE_PROPERTIES_v1) \
+  T(CUDA_ARRAY_MEMORY_REQUIREMENTS, CUDA_ARRAY_MEMORY_REQUIREMENTS_v1) \
+  T(CUarrayMapInfo, CUarrayMapInfo_v1) \
+  T(CUmemcpyAttributes, CUmemcpyAttributes_v1) \
+  T(CUoffset3D, CUoffset3D_v1) \
+  T(CUextent3D, CUextent3D_v1) \
+  T(CUmemcpy3DOperand, CUmemcpy3DOperand_v1) \
+  T(CUDA_MEMCPY3D_BATCH_OP, CUDA_MEMCPY3D_BATCH_OP_v1) \
   T(CUdeviceptr, CUdeviceptr_v2) \
   T(CUdevice, CUdevice_v1) \
   T(CUmemGenericAllocationHandle, CUmemGenericAllocationHandle_v1) \
@@ -1426,6 +1714,18 @@ namespace ours {
   T(CUaccessPolicyWindow, CUaccessPolicyWindow_v1) \
   T(CUDA_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2) \
   T(CUDA_MEM_ALLOC_NODE_PARAMS, CUDA_MEM_ALLOC_NODE_PARAMS_v1) \
+  T(CUDA_MEMSET_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS_v1) \
+  T(CUDA_HOST_NODE_PARAMS, CUDA_HOST_NODE_PARAMS_v1) \
+  T(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS_v1) \
+  T(CUDA_EXT_SEM_WAIT_NODE_PARAMS, CUDA_EXT_SEM_WAIT_NODE_PARAMS_v1) \
+  T(CUDA_BATCH_MEM_OP_NODE_PARAMS, CUDA_BATCH_MEM_OP_NODE_PARAMS_v1) \
+  T(CUgraphExecUpdateResultInfo, CUgraphExecUpdateResultInfo_v1) \
+  T(CUkernelNodeAttrID, CUlaunchAttributeID) \
+  T(CUkernelNodeAttrValue_v1, CUlaunchAttributeValue) \
+  T(CUkernelNodeAttrValue, CUkernelNodeAttrValue_v1) \
+  T(CUstreamAttrID, CUlaunchAttributeID) \
+  T(CUstreamAttrValue_v1, CUlaunchAttributeValue) \
+  T(CUstreamAttrValue, CUstreamAttrValue_v1) \
   T(CUstreamBatchMemOpParams, CUstreamBatchMemOpParams_v1) \
   T(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, CUDA_EXTERNAL_MEMORY_HANDLE_DESC_v1) \
   T(CUDA_EXTERNAL_MEMORY_BUFFER_DESC, CUDA_EXTERNAL_MEMORY_BUFFER_DESC_v1) \

@@ -2,10 +2,12 @@
 //
 // An array is charged width * max(height, 1) * max(depth, 1) * its element size,
 // rounded up to the device granularity; a mipmapped array the sum of its levels
-// (each halving the non-layer extents, down to 1), rounded once. Arrays hold no
-// data in the simulator (copies to and from them are not supported), so no memory
-// backs them. Extents are checked against the H100's texture limits, which also
-// keeps every size computation far from overflow.
+// (each halving the non-layer extents, down to 1), rounded once. Each array and
+// each level is backed as device memory is (array_store.h), so copies move real
+// data. Extents are checked against the H100's texture limits, which also keeps
+// every size computation far from overflow.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -14,18 +16,55 @@
 
 #include "core/abi/array_format.h"
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/array_store.h"
+#include "sim/cuda/copy_entry.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 
 namespace fgpu::sim::cuda {
 namespace {
 
+// The texels of one array: an anonymous mapping that costs host memory only where written.
+class ArrayBacking {
+ public:
+  ArrayBacking() = default;
+  ArrayBacking(const ArrayBacking&) = delete;
+  ArrayBacking& operator=(const ArrayBacking&) = delete;
+  ~ArrayBacking() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  bool Map(uint64_t bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return false;
+    data_ = static_cast<std::byte*>(p);
+    bytes_ = bytes;
+    return true;
+  }
+  std::byte* data() const { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+// The VMM memory a deferred-mapping array (or mipmapped array) is mapped onto.
+struct DeferredMapping {
+  CUmemGenericAllocationHandle handle = 0;  // 0: nothing mapped
+  void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
 struct ArrayObject {
   Context* ctx = nullptr;
   int device = 0;
   CUDA_ARRAY3D_DESCRIPTOR desc{};
-  uint64_t charged = 0;   // 0 for a mipmap level: its mipmapped array holds the charge
-  bool is_level = false;  // owned by a mipmapped array, not destroyable on its own
+  ArrayView view;          // data null until a deferred-mapping array is mapped
+  ArrayBacking backing;    // none for deferred-mapping arrays, planes and levels of deferred mipmaps
+  uint64_t charged = 0;    // 0 for a level or a plane (the owner holds the charge) and deferred mapping
+  bool is_level = false;   // owned by a mipmapped array, not destroyable on its own
+  bool is_plane = false;   // owned by its multi-planar array, likewise
+  std::vector<std::unique_ptr<ArrayObject>> planes;  // NV12: Y, then UV
+  DeferredMapping mapping;
 };
 
 struct MipmappedArrayObject {
@@ -34,6 +73,7 @@ struct MipmappedArrayObject {
   CUDA_ARRAY3D_DESCRIPTOR desc{};
   uint64_t charged = 0;
   std::vector<std::unique_ptr<ArrayObject>> levels;
+  DeferredMapping mapping;
 };
 
 struct ArrayTable {
@@ -47,6 +87,10 @@ ArrayTable& Arrays() {
   return *table;
 }
 
+// Deferred-mapping arrays are mapped at offsets and in sizes of this many bytes (the simulator's
+// choice: a multiple of the page size, so that VMM memory maps straight into the array).
+constexpr uint64_t kArrayMapAlignment = 64 * 1024;
+
 constexpr unsigned kKnownFlags = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
                                  CUDA_ARRAY3D_TEXTURE_GATHER | CUDA_ARRAY3D_DEPTH_TEXTURE |
                                  CUDA_ARRAY3D_COLOR_ATTACHMENT | CUDA_ARRAY3D_SPARSE |
@@ -56,6 +100,11 @@ constexpr unsigned kKnownFlags = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDS
 // formats it does not (block-compressed, video, packed) are CUDA_ERROR_NOT_SUPPORTED.
 uint64_t ElementBytes(CUarray_format format, unsigned channels, CUresult* rc) {
   *rc = CUDA_ERROR_INVALID_VALUE;
+  if (format == CU_AD_FORMAT_NV12) {  // three channels (Y, U, V) in two planes of bytes
+    if (channels != 3) return 0;
+    *rc = CUDA_SUCCESS;
+    return 1;
+  }
   if (channels != 1 && channels != 2 && channels != 4) return 0;
   const ArrayFormatLayout layout = LayoutOfArrayFormat(format, channels);
   switch (layout.kind) {
@@ -78,7 +127,14 @@ CUresult CheckDescriptor(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t* element) {
   *element = ElementBytes(d.Format, d.NumChannels, &rc);
   if (rc != CUDA_SUCCESS) return rc;
   if (d.Width == 0 || (d.Flags & ~kKnownFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
-  if ((d.Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING)) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  // Sparse arrays are not modelled: the simulated device reports SPARSE_CUDA_ARRAY_SUPPORTED 0.
+  if ((d.Flags & CUDA_ARRAY3D_SPARSE) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if (d.Format == CU_AD_FORMAT_NV12) {  // 2D only, 4:2:0 so even extents; surfaces and video may use it
+    constexpr unsigned kPlanarFlags = CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE;
+    const bool ok = d.Height > 0 && d.Depth == 0 && d.Width % 2 == 0 && d.Height % 2 == 0 &&
+                    (d.Flags & ~kPlanarFlags) == 0 && d.Width <= 131072 && d.Height <= 65536;
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
   const bool layered = (d.Flags & CUDA_ARRAY3D_LAYERED) != 0;
   const bool cubemap = (d.Flags & CUDA_ARRAY3D_CUBEMAP) != 0;
   const bool gather = (d.Flags & CUDA_ARRAY3D_TEXTURE_GATHER) != 0;
@@ -98,8 +154,45 @@ CUresult CheckDescriptor(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t* element) {
   return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-uint64_t Bytes(size_t width, size_t height, size_t depth, uint64_t element) {
-  return width * std::max<size_t>(height, 1) * std::max<size_t>(depth, 1) * element;
+// How copies see an array of this descriptor (array_store.h). An NV12 array is its Y plane's
+// rows followed by its UV plane's: Height * 3 / 2 rows of Width bytes.
+ArrayView ViewOf(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t element, int device) {
+  ArrayView view;
+  view.width = d.Width;
+  view.height = std::max<size_t>(d.Height, 1);
+  view.depth = std::max<size_t>(d.Depth, 1);
+  view.element = element;
+  view.device = device;
+  if (d.Format == CU_AD_FORMAT_NV12) view.height = d.Height / 2 * 3;
+  return view;
+}
+
+bool Deferred(const CUDA_ARRAY3D_DESCRIPTOR& d) { return (d.Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) != 0; }
+
+// The two planes of an NV12 array, over its storage: Y (Width x Height, one byte) and UV
+// (Width/2 x Height/2, two bytes).
+void AddPlanes(ArrayObject* array) {
+  const CUDA_ARRAY3D_DESCRIPTOR& d = array->desc;
+  for (int index = 0; index < 2; ++index) {
+    auto plane = std::make_unique<ArrayObject>();
+    plane->ctx = array->ctx;
+    plane->device = array->device;
+    plane->is_plane = true;
+    plane->desc = CUDA_ARRAY3D_DESCRIPTOR{index == 0 ? d.Width : d.Width / 2, index == 0 ? d.Height : d.Height / 2, 0,
+                                          CU_AD_FORMAT_UNSIGNED_INT8, index == 0 ? 1u : 2u,
+                                          d.Flags & ~CUDA_ARRAY3D_DEFERRED_MAPPING};
+    plane->view = ViewOf(plane->desc, index == 0 ? 1 : 2, array->device);
+    array->planes.push_back(std::move(plane));
+  }
+}
+
+// Points the array (and its planes) at `data`, or at nothing.
+void PlaceArrayData(ArrayObject* array, std::byte* data) {
+  array->view.data = data;
+  if (array->planes.size() == 2) {
+    array->planes[0]->view.data = data;
+    array->planes[1]->view.data = data == nullptr ? nullptr : data + array->desc.Width * array->desc.Height;
+  }
 }
 
 // The extents of mip level `level`: layers (layered, cubemap) do not shrink.
@@ -129,17 +222,24 @@ CUresult CreateArray(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
   array->ctx = ctx;
   array->device = ctx->device;
   array->desc = *desc;
+  array->view = ViewOf(*desc, element, ctx->device);
+  if (desc->Format == CU_AD_FORMAT_NV12) AddPlanes(array.get());
+  if (!Deferred(*desc)) {  // a deferred-mapping array takes its memory from VMM handles, charged there
+    if (!array->backing.Map(array->view.Bytes())) return CUDA_ERROR_OUT_OF_MEMORY;
+    PlaceArrayData(array.get(), array->backing.data());
+  }
   std::lock_guard lock(Arrays().mu);
-  if (CUresult rc = Charge(ctx, Bytes(desc->Width, desc->Height, desc->Depth, element), &array->charged);
-      rc != CUDA_SUCCESS) {
-    return rc;
+  if (!Deferred(*desc)) {
+    if (CUresult rc = Charge(ctx, array->view.Bytes(), &array->charged); rc != CUDA_SUCCESS) return rc;
   }
   ArrayObject* raw = array.get();
   const uint64_t charged = raw->charged;
   try {
     Arrays().arrays.emplace(raw, std::move(array));
     HandleRegistry::Get().Insert(raw, Kind::kArray);
+    for (const auto& plane : raw->planes) HandleRegistry::Get().Insert(plane.get(), Kind::kArray);
   } catch (...) {  // out of host memory: leave nothing behind
+    for (const auto& plane : raw->planes) HandleRegistry::Get().Erase(plane.get());
     HandleRegistry::Get().Erase(raw);
     Arrays().arrays.erase(raw);
     Runtime::Get().Credit(ctx->device, charged);
@@ -156,6 +256,7 @@ CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR
   if (handle == nullptr || desc == nullptr || levels == 0) return CUDA_ERROR_INVALID_VALUE;
   uint64_t element = 0;
   if (CUresult rc = CheckDescriptor(*desc, &element); rc != CUDA_SUCCESS) return rc;
+  if (desc->Format == CU_AD_FORMAT_NV12) return CUDA_ERROR_INVALID_VALUE;  // planar formats have no mip levels
   const bool layers = (desc->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
   const size_t largest = std::max({desc->Width, desc->Height, layers ? size_t{0} : desc->Depth});
   unsigned max_levels = 1;
@@ -171,12 +272,19 @@ CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR
     array->ctx = ctx;
     array->device = ctx->device;
     array->desc = LevelDescriptor(*desc, level);
+    array->view = ViewOf(array->desc, element, ctx->device);
     array->is_level = true;
-    total += Bytes(array->desc.Width, array->desc.Height, array->desc.Depth, element);
+    total += array->view.Bytes();
+    if (!Deferred(*desc)) {  // a deferred-mapping mipmap's levels lie in the memory mapped onto it
+      if (!array->backing.Map(array->view.Bytes())) return CUDA_ERROR_OUT_OF_MEMORY;
+      PlaceArrayData(array.get(), array->backing.data());
+    }
     mipmap->levels.push_back(std::move(array));
   }
   std::lock_guard lock(Arrays().mu);
-  if (CUresult rc = Charge(ctx, total, &mipmap->charged); rc != CUDA_SUCCESS) return rc;
+  if (!Deferred(*desc)) {
+    if (CUresult rc = Charge(ctx, total, &mipmap->charged); rc != CUDA_SUCCESS) return rc;
+  }
   MipmappedArrayObject* raw = mipmap.get();
   const uint64_t charged = raw->charged;
   try {
@@ -194,8 +302,16 @@ CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR
   return CUDA_SUCCESS;
 }
 
+// Caller holds Arrays().mu. Gives the VMM memory mapped onto a deferred-mapping array back.
+void UnmapDeferred(DeferredMapping* mapping) {
+  if (mapping->handle == 0) return;
+  UnmapPhysicalFromArray(mapping->handle, mapping->data, mapping->bytes);
+  *mapping = DeferredMapping{};
+}
+
 // Caller holds Arrays().mu.
 void DestroyMipmappedLocked(MipmappedArrayObject* mipmap) {
+  UnmapDeferred(&mipmap->mapping);
   for (const auto& level : mipmap->levels) HandleRegistry::Get().Erase(level.get());
   HandleRegistry::Get().Erase(mipmap);
   Runtime::Get().Credit(mipmap->device, mipmap->charged);
@@ -204,6 +320,8 @@ void DestroyMipmappedLocked(MipmappedArrayObject* mipmap) {
 
 // Caller holds Arrays().mu.
 void DestroyArrayLocked(ArrayObject* array) {
+  UnmapDeferred(&array->mapping);
+  for (const auto& plane : array->planes) HandleRegistry::Get().Erase(plane.get());
   HandleRegistry::Get().Erase(array);
   Runtime::Get().Credit(array->device, array->charged);
   Arrays().arrays.erase(array);
@@ -245,6 +363,15 @@ CUDA_ARRAY3D_DESCRIPTOR From2D(size_t width, size_t height, CUarray_format forma
 }
 
 }  // namespace
+
+CUresult FindArray(CUarray handle, ArrayView* out) {
+  std::lock_guard lock(Arrays().mu);
+  const ArrayObject* array = LookupArray(handle);
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (array->view.data == nullptr) return CUDA_ERROR_INVALID_VALUE;  // deferred mapping, nothing mapped yet
+  *out = array->view;
+  return CUDA_SUCCESS;
+}
 
 void ReleaseArraysOf(Context* ctx) {
   std::lock_guard lock(Arrays().mu);
@@ -305,7 +432,9 @@ CUresult cuArrayDestroy(CUarray hArray) {
     if (CUresult rc = sim::Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
     std::lock_guard lock(sim::Arrays().mu);
     sim::ArrayObject* array = sim::LookupArray(hArray);
-    if (array == nullptr || array->is_level) return CUDA_ERROR_INVALID_HANDLE;  // levels go with their mipmap
+    if (array == nullptr || array->is_level || array->is_plane) {
+      return CUDA_ERROR_INVALID_HANDLE;  // levels and planes go with their owner
+    }
     sim::DestroyArrayLocked(array);
     return CUDA_SUCCESS;
   });
@@ -354,6 +483,184 @@ CUresult cuMipmappedArrayGetLevel(CUarray* pLevelArray, CUmipmappedArray hMipmap
     *pLevelArray = reinterpret_cast<CUarray>(mipmap->levels[level].get());
     return CUDA_SUCCESS;
   });
+}
+
+}  // extern "C"
+
+// --- planes, sparse properties, memory requirements, deferred mapping -------------------------
+namespace fgpu::sim::cuda {
+namespace {
+
+uint64_t RoundUpToMapAlignment(uint64_t bytes) {
+  return (bytes + kArrayMapAlignment - 1) / kArrayMapAlignment * kArrayMapAlignment;
+}
+
+uint64_t MipmapBytes(const MipmappedArrayObject& mipmap) {
+  uint64_t total = 0;
+  for (const auto& level : mipmap.levels) total += level->view.Bytes();
+  return total;
+}
+
+CUresult GetPlane(CUarray* plane, CUarray handle, unsigned index) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (plane == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Arrays().mu);
+  const ArrayObject* array = LookupArray(handle);
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= array->planes.size()) return CUDA_ERROR_INVALID_VALUE;  // not multi-planar, or no such plane
+  *plane = reinterpret_cast<CUarray>(array->planes[index].get());
+  return CUDA_SUCCESS;
+}
+
+// No array can be sparse here (creation refuses CUDA_ARRAY3D_SPARSE: the simulated device
+// reports no sparse support), so every live handle gets the documented "not sparse" error.
+CUresult GetArraySparse(CUDA_ARRAY_SPARSE_PROPERTIES* out, CUarray handle) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Arrays().mu);
+  if (LookupArray(handle) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult GetMipmapSparse(CUDA_ARRAY_SPARSE_PROPERTIES* out, CUmipmappedArray handle) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Arrays().mu);
+  if (HandleRegistry::Get().Lookup<MipmappedArrayObject>(handle, Kind::kMipmappedArray) == nullptr) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+void FillRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, uint64_t bytes) {
+  *out = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
+  out->size = RoundUpToMapAlignment(bytes);
+  out->alignment = kArrayMapAlignment;
+}
+
+CUresult GetArrayRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUarray handle, CUdevice device) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (out == nullptr || Runtime::Get().CheckDevice(device) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Arrays().mu);
+  const ArrayObject* array = LookupArray(handle);
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (!Deferred(array->desc) || array->is_level || array->is_plane) return CUDA_ERROR_INVALID_VALUE;
+  FillRequirements(out, array->view.Bytes());
+  return CUDA_SUCCESS;
+}
+
+CUresult GetMipmapRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, CUmipmappedArray handle, CUdevice device) {
+  if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
+  if (out == nullptr || Runtime::Get().CheckDevice(device) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Arrays().mu);
+  const auto* mipmap = HandleRegistry::Get().Lookup<MipmappedArrayObject>(handle, Kind::kMipmappedArray);
+  if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (!Deferred(mipmap->desc)) return CUDA_ERROR_INVALID_VALUE;
+  FillRequirements(out, MipmapBytes(*mipmap));
+  return CUDA_SUCCESS;
+}
+
+// Points each level of a deferred-mapping mipmap at its part of the mapped memory, or at nothing.
+void PlaceLevels(MipmappedArrayObject* mipmap, std::byte* data) {
+  uint64_t offset = 0;
+  for (const auto& level : mipmap->levels) {
+    PlaceArrayData(level.get(), data == nullptr ? nullptr : data + offset);
+    offset += level->view.Bytes();
+  }
+}
+
+// One entry of cuMemMapArrayAsync on a deferred-mapping array or mipmapped array (the only kind
+// the simulator has: sparse arrays are not created). The subresource fields are ignored, as
+// documented for deferred mapping. Caller holds Arrays().mu.
+CUresult MapOne(const CUarrayMapInfo& info, int stream_device) {
+  if (info.flags != 0 || info.reserved[0] != 0 || info.reserved[1] != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (info.deviceBitMask != (1u << stream_device)) return CUDA_ERROR_INVALID_VALUE;  // exactly the stream's device
+  DeferredMapping* mapping = nullptr;
+  uint64_t bytes = 0;
+  ArrayObject* array = nullptr;
+  MipmappedArrayObject* mipmap = nullptr;
+  if (info.resourceType == CU_RESOURCE_TYPE_ARRAY) {
+    array = LookupArray(info.resource.array);
+    if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (!Deferred(array->desc) || array->is_level || array->is_plane) return CUDA_ERROR_INVALID_VALUE;
+    mapping = &array->mapping;
+    bytes = RoundUpToMapAlignment(array->view.Bytes());
+  } else if (info.resourceType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) {
+    mipmap = HandleRegistry::Get().Lookup<MipmappedArrayObject>(info.resource.mipmap, Kind::kMipmappedArray);
+    if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (!Deferred(mipmap->desc)) return CUDA_ERROR_INVALID_VALUE;
+    mapping = &mipmap->mapping;
+    bytes = RoundUpToMapAlignment(MipmapBytes(*mipmap));
+  } else {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const int array_device = array != nullptr ? array->device : mipmap->device;
+  if (array_device != stream_device) return CUDA_ERROR_INVALID_VALUE;
+  auto place = [&](std::byte* data) {
+    if (array != nullptr) PlaceArrayData(array, data);
+    if (mipmap != nullptr) PlaceLevels(mipmap, data);
+  };
+  if (info.memOperationType == CU_MEM_OPERATION_TYPE_UNMAP) {
+    if (info.memHandle.memHandle != 0 || mapping->handle == 0) return CUDA_ERROR_INVALID_VALUE;
+    place(nullptr);
+    UnmapDeferred(mapping);
+    return CUDA_SUCCESS;
+  }
+  if (info.memOperationType != CU_MEM_OPERATION_TYPE_MAP || info.memHandleType != CU_MEM_HANDLE_TYPE_GENERIC) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (mapping->handle != 0 || info.offset % kArrayMapAlignment != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::byte* data = nullptr;
+  if (CUresult rc = MapPhysicalIntoArray(info.memHandle.memHandle, info.offset, bytes, stream_device, &data);
+      rc != CUDA_SUCCESS) {
+    return rc;
+  }
+  *mapping = DeferredMapping{info.memHandle.memHandle, data, bytes};
+  place(data);
+  return CUDA_SUCCESS;
+}
+
+// Entries are applied in order, at the call (stream order is not observable: docs/sim-memory.md);
+// the first invalid one stops the list, the ones before it stay applied.
+CUresult MapArrays(CUarrayMapInfo* list, unsigned count, CUstream stream, bool per_thread) {
+  int device = 0;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (list == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(Arrays().mu);
+  for (unsigned i = 0; i < count; ++i) {
+    if (CUresult rc = MapOne(list[i], device); rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace fgpu::sim::cuda
+
+extern "C" {
+
+CUresult cuArrayGetPlane(CUarray* pPlaneArray, CUarray hArray, unsigned int planeIdx) {
+  return Guarded([&] { return sim::GetPlane(pPlaneArray, hArray, planeIdx); });
+}
+CUresult cuArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES* sparseProperties, CUarray array) {
+  return Guarded([&] { return sim::GetArraySparse(sparseProperties, array); });
+}
+CUresult cuMipmappedArrayGetSparseProperties(CUDA_ARRAY_SPARSE_PROPERTIES* sparseProperties,
+                                             CUmipmappedArray mipmap) {
+  return Guarded([&] { return sim::GetMipmapSparse(sparseProperties, mipmap); });
+}
+CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* memoryRequirements, CUarray array,
+                                      CUdevice device) {
+  return Guarded([&] { return sim::GetArrayRequirements(memoryRequirements, array, device); });
+}
+CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* memoryRequirements,
+                                               CUmipmappedArray mipmap, CUdevice device) {
+  return Guarded([&] { return sim::GetMipmapRequirements(memoryRequirements, mipmap, device); });
+}
+CUresult cuMemMapArrayAsync(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream) {
+  return Guarded([&] { return sim::MapArrays(mapInfoList, count, hStream, false); });
+}
+CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo* mapInfoList, unsigned int count, CUstream hStream) {
+  return Guarded([&] { return sim::MapArrays(mapInfoList, count, hStream, true); });
 }
 
 }  // extern "C"

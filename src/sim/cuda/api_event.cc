@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/graph_internal.h"
 #include "sim/cuda/runtime.h"
 #include "sim/cuda/stream_gate.h"
 
@@ -40,7 +41,16 @@ CUresult Record(CUevent handle, CUstream stream_handle, unsigned flags, bool per
   Stream* stream = nullptr;
   if (CUresult rc = Runtime::Get().ResolveStream(stream_handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
   if (stream->ctx != event->ctx) return CUDA_ERROR_INVALID_HANDLE;
-  if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (fgpu::sim::cuda::Graph* graph = stream->capture.load()) {
+    // An external record becomes an event record node, as in the driver; a plain one would mark a
+    // point of the capture for other streams to join, and only single-stream capture is simulated.
+    if (flags != CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    auto node = std::make_unique<fgpu::sim::cuda::GraphNode>();
+    node->type = fgpu::sim::cuda::GraphNode::Type::kEventRecord;
+    node->event = handle;
+    fgpu::sim::cuda::AppendCapturedNode(*graph, std::move(node));
+    return CUDA_SUCCESS;
+  }
   // Behind a stream memory operation's wait, the completion time is known only once it is satisfied.
   if (fgpu::sim::cuda::StreamHeld(*stream)) {
     event->time_ns.store(fgpu::sim::cuda::kPendingEventNs);

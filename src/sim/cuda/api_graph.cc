@@ -1,6 +1,13 @@
-// CUDA graphs: kernel, empty, memory allocation/free and child graph nodes (added explicitly,
-// through cuGraphAddNode[_v2], or by stream capture), cloning, instantiation and launch on the
-// shared timeline.
+// CUDA graphs: creation, node insertion with real dependency edges (added explicitly, through
+// cuGraphAddNode[_v2], or by stream capture), cloning, instantiation and launch on the shared
+// timeline. The other node kinds live in api_graph_nodes.cc, edges and queries in
+// api_graph_topology.cc, executable-graph updates in api_graph_exec.cc.
+//
+// Execution model: instantiation orders the nodes topologically (the earliest-created ready
+// node first; a cycle fails with CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE), flattening child
+// graphs in place. A launch replays that order on the stream as the equivalent stream calls
+// (kernel launches, memsets, copies, host functions, event records and waits, semaphore signals
+// and waits, memory operations), which is a serialisation the edges allow.
 //
 // Graph memory model (as the driver's graph memory pool): an executable graph's allocation
 // nodes, child graphs included, are charged to their devices on its first launch (or upload)
@@ -22,12 +29,17 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/graph_internal.h"
 #include "sim/cuda/launch.h"
 #include "sim/cuda/runtime.h"
 #include "sim/cuda/stream_gate.h"
@@ -40,6 +52,10 @@ using fgpu::sim::cuda::GraphNode;
 using fgpu::sim::cuda::HandleRegistry;
 using fgpu::sim::cuda::Kind;
 using fgpu::sim::cuda::KernelLaunch;
+using fgpu::sim::cuda::LookupGraph;
+using fgpu::sim::cuda::LookupNode;
+using fgpu::sim::cuda::NodeDeps;
+using fgpu::sim::cuda::InsertNode;
 using fgpu::sim::cuda::Ready;
 using fgpu::sim::cuda::Runtime;
 using fgpu::sim::cuda::Stream;
@@ -53,6 +69,98 @@ Graph::~Graph() {
     delete node->child;  // embedded graphs are owned by their node
   }
   for (auto [base, length] : reserved_ranges) munmap(base, length);
+  for (auto [object, count] : user_objects) ReleaseUserObject(object, count);
+}
+
+uint64_t NextNodeSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool SameEdge(const CUgraphEdgeData& a, const CUgraphEdgeData& b) {
+  return a.from_port == b.from_port && a.to_port == b.to_port && a.type == b.type;
+}
+
+CUresult LookupGraph(CUgraph handle, Graph** out) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  *out = HandleRegistry::Get().Lookup<Graph>(handle, Kind::kGraph);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult LookupNode(CUgraphNode handle, GraphNode** out) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  *out = HandleRegistry::Get().Lookup<GraphNode>(handle, Kind::kGraphNode);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult LookupExec(CUgraphExec handle, GraphExec** out) {
+  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
+  *out = HandleRegistry::Get().Lookup<GraphExec>(handle, Kind::kGraphExec);
+  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CheckEdgeData(const CUgraphEdgeData* edges, size_t count) {
+  if (edges == nullptr) return CUDA_SUCCESS;  // all default
+  for (size_t i = 0; i < count; ++i) {
+    const CUgraphEdgeData& edge = edges[i];
+    for (unsigned char byte : edge.reserved) {
+      if (byte != 0) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (edge.type > CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC || edge.from_port > CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    // Programmatic and port-specific edges order kernels more finely than the simulated
+    // timeline can: only full dependencies are simulated.
+    if (edge.from_port != 0 || edge.to_port != 0 || edge.type != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CheckNodeDeps(Graph& graph, const NodeDeps& deps) {
+  if (deps.from_capture) return CUDA_SUCCESS;
+  if (deps.count > 0 && deps.nodes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult rc = CheckEdgeData(deps.edges, deps.count); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard lock(graph.mu);
+  for (size_t i = 0; i < deps.count; ++i) {
+    auto* node = HandleRegistry::Get().Lookup<GraphNode>(deps.nodes[i], Kind::kGraphNode);
+    if (node == nullptr || node->owner != &graph) return CUDA_ERROR_INVALID_VALUE;  // a node of another graph
+    if (std::find(deps.nodes, deps.nodes + i, deps.nodes[i]) != deps.nodes + i) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUgraphNode InsertNode(Graph& graph, std::unique_ptr<GraphNode> node, const NodeDeps& deps) {
+  std::lock_guard lock(graph.mu);
+  GraphNode* raw = node.get();
+  raw->owner = &graph;
+  raw->serial = NextNodeSerial();
+  if (deps.from_capture) {
+    raw->deps = graph.capture_deps;
+    raw->dep_edges = graph.capture_edges;
+    graph.capture_deps.assign(1, raw);
+    graph.capture_edges.assign(1, CUgraphEdgeData{});
+  } else {
+    for (size_t i = 0; i < deps.count; ++i) {
+      raw->deps.push_back(reinterpret_cast<GraphNode*>(deps.nodes[i]));
+      raw->dep_edges.push_back(deps.edges != nullptr ? deps.edges[i] : CUgraphEdgeData{});
+    }
+  }
+  HandleRegistry::Get().Insert(raw, Kind::kGraphNode);
+  graph.nodes.push_back(std::move(node));
+  return reinterpret_cast<CUgraphNode>(raw);
+}
+
+CUresult AddPreparedNode(CUgraphNode* out, CUgraph handle, const NodeDeps& deps, std::unique_ptr<GraphNode> node) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Graph* graph = nullptr;
+  if (CUresult rc = LookupGraph(handle, &graph); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = CheckNodeDeps(*graph, deps); rc != CUDA_SUCCESS) return rc;
+  *out = InsertNode(*graph, std::move(node), deps);
+  return CUDA_SUCCESS;
+}
+
+void AppendCapturedNode(Graph& graph, std::unique_ptr<GraphNode> node) {
+  InsertNode(graph, std::move(node), NodeDeps{.from_capture = true});
 }
 
 }  // namespace fgpu::sim::cuda
@@ -74,41 +182,11 @@ class GraphMemory {
   std::vector<GraphMemoryStats> stats{16};       // per device
 };
 
-CUresult LookupGraph(CUgraph handle, Graph** out) {
-  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
-  *out = HandleRegistry::Get().Lookup<Graph>(handle, Kind::kGraph);
-  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-CUresult LookupNode(CUgraphNode handle, GraphNode** out) {
-  if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
-  *out = HandleRegistry::Get().Lookup<GraphNode>(handle, Kind::kGraphNode);
-  return *out != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-CUresult CheckDependencies(const CUgraphNode* deps, size_t count) {
-  if (count > 0 && deps == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < count; ++i) {
-    if (!HandleRegistry::Get().Is(deps[i], Kind::kGraphNode)) return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
-}
-
-// The common checks of every cuGraphAdd*Node: an output, a live graph, live dependencies.
-CUresult PrepareAdd(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count, Graph** graph) {
+// The common checks of every cuGraphAdd*Node: an output, a live graph, valid dependencies.
+CUresult PrepareAdd(CUgraphNode* out, CUgraph handle, const NodeDeps& deps, Graph** graph) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult rc = LookupGraph(handle, graph); rc != CUDA_SUCCESS) return rc;
-  return CheckDependencies(deps, count);
-}
-
-// Nodes run in insertion order, which is a valid topological order because a node's
-// dependencies must exist before it is added.
-CUgraphNode AddNode(Graph& graph, std::unique_ptr<GraphNode> node) {
-  std::lock_guard lock(graph.mu);
-  GraphNode* raw = node.get();
-  HandleRegistry::Get().Insert(raw, Kind::kGraphNode);
-  graph.nodes.push_back(std::move(node));
-  return reinterpret_cast<CUgraphNode>(raw);
+  return CheckNodeDeps(**graph, deps);
 }
 
 // Whether `graph` or a graph embedded in it has an allocation or free node.
@@ -131,31 +209,42 @@ void FindMemoryNodes(Graph& graph, CUdeviceptr dptr, bool* allocated, bool* free
   }
 }
 
-// Deep copy of a graph without memory nodes (the caller checked): kernel and empty nodes, child
-// graphs cloned recursively. Every graph and node of the copy gets a handle.
+// Deep copy of a graph without memory nodes (the caller checked): every node with its
+// parameters and edges, child graphs cloned recursively, the user-object references. Every
+// graph and node of the copy gets a handle; each copied node remembers its original.
 std::unique_ptr<Graph> CloneTree(Graph& source) {
   auto copy = std::make_unique<Graph>();
   HandleRegistry::Get().Insert(copy.get(), Kind::kGraph);
   std::lock_guard lock(source.mu);
+  std::unordered_map<const GraphNode*, GraphNode*> twins;
   for (const auto& node : source.nodes) {
-    auto twin = std::make_unique<GraphNode>();
-    twin->type = node->type;
-    twin->kernel = node->kernel;
-    twin->device = node->device;
+    auto twin = std::make_unique<GraphNode>(*node);
+    twin->serial = fgpu::sim::cuda::NextNodeSerial();
+    twin->clone_of = node->serial;
+    twin->owner = copy.get();
     if (node->child != nullptr) {
       twin->child = CloneTree(*node->child).release();
       twin->child->parent = copy.get();
     }
+    twins[node.get()] = twin.get();
     HandleRegistry::Get().Insert(twin.get(), Kind::kGraphNode);
     copy->nodes.push_back(std::move(twin));
+  }
+  // An edge may point at a node added later (cuGraphAddDependencies): map them once all exist.
+  for (const auto& twin : copy->nodes) {
+    for (GraphNode*& dep : twin->deps) dep = twins.at(dep);
+  }
+  for (auto [object, count] : source.user_objects) {
+    fgpu::sim::cuda::RetainUserObject(object, count);
+    copy->user_objects.emplace_back(object, count);
   }
   return copy;
 }
 
-CUresult AddKernel(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count, CUfunction func,
-                   const unsigned grid[3], const unsigned block[3], unsigned shared, void** params, void** extra) {
+CUresult AddKernel(CUgraphNode* out, CUgraph handle, const NodeDeps& deps, CUfunction func, const unsigned grid[3],
+                   const unsigned block[3], unsigned shared, void** params, void** extra) {
   Graph* graph = nullptr;
-  if (CUresult rc = PrepareAdd(out, handle, deps, count, &graph); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = PrepareAdd(out, handle, deps, &graph); rc != CUDA_SUCCESS) return rc;
   auto node = std::make_unique<GraphNode>();
   node->type = GraphNode::Type::kKernel;
   if (CUresult rc = fgpu::sim::cuda::PrepareLaunch(func, grid, block, shared, params, extra, false, &node->kernel);
@@ -165,32 +254,29 @@ CUresult AddKernel(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, si
   Context* ctx = nullptr;
   (void)Runtime::Get().CurrentContext(&ctx);  // PrepareLaunch checked there is one
   node->device = ctx->device;
-  *out = AddNode(*graph, std::move(node));
+  node->kernel_params = CUDA_KERNEL_NODE_PARAMS{func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                                shared, params, extra, nullptr, reinterpret_cast<CUcontext>(ctx)};
+  *out = InsertNode(*graph, std::move(node), deps);
   return CUDA_SUCCESS;
 }
 
 template <typename Params>
-CUresult AddKernelFrom(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count,
-                       const Params& params, CUfunction func) {
+CUresult AddKernelFrom(CUgraphNode* out, CUgraph handle, const NodeDeps& deps, const Params& params, CUfunction func) {
   const unsigned grid[3] = {params.gridDimX, params.gridDimY, params.gridDimZ};
   const unsigned block[3] = {params.blockDimX, params.blockDimY, params.blockDimZ};
-  return AddKernel(out, handle, deps, count, func, grid, block, params.sharedMemBytes, params.kernelParams,
-                   params.extra);
+  return AddKernel(out, handle, deps, func, grid, block, params.sharedMemBytes, params.kernelParams, params.extra);
 }
 
-CUresult AddEmpty(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, size_t count) {
-  Graph* graph = nullptr;
-  if (CUresult rc = PrepareAdd(out, handle, deps, count, &graph); rc != CUDA_SUCCESS) return rc;
+CUresult AddEmpty(CUgraphNode* out, CUgraph handle, const NodeDeps& deps) {
   auto node = std::make_unique<GraphNode>();
   node->type = GraphNode::Type::kEmpty;
-  *out = AddNode(*graph, std::move(node));
-  return CUDA_SUCCESS;
+  return fgpu::sim::cuda::AddPreparedNode(out, handle, deps, std::move(node));
 }
 
 // An allocation node in `graph`. The address is fixed at node creation, as the driver reserves
 // the virtual range then; no memory is taken until an executable graph is launched.
-CUresult AddMemAlloc(Graph& graph, const CUmemPoolProps& props, const CUmemAccessDesc* access, size_t access_count,
-                     uint64_t bytes, CUgraphNode* out, CUdeviceptr* dptr) {
+CUresult AddMemAlloc(Graph& graph, const NodeDeps& deps, const CUmemPoolProps& props, const CUmemAccessDesc* access,
+                     size_t access_count, uint64_t bytes, CUgraphNode* out, CUdeviceptr* dptr) {
   if (bytes == 0 || graph.parent != nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (props.allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props.handleTypes != CU_MEM_HANDLE_TYPE_NONE) {
     return CUDA_ERROR_INVALID_VALUE;  // "handleTypes must be CU_MEM_HANDLE_TYPE_NONE. IPC is not supported."
@@ -217,11 +303,11 @@ CUresult AddMemAlloc(Graph& graph, const CUmemPoolProps& props, const CUmemAcces
     std::lock_guard lock(graph.mu);
     graph.reserved_ranges.emplace_back(base, length);
   }
-  *out = AddNode(graph, std::move(node));
+  *out = InsertNode(graph, std::move(node), deps);
   return CUDA_SUCCESS;
 }
 
-CUresult AddMemFree(Graph& graph, CUdeviceptr dptr, CUgraphNode* out) {
+CUresult AddMemFree(Graph& graph, const NodeDeps& deps, CUdeviceptr dptr, CUgraphNode* out) {
   if (graph.parent != nullptr) return CUDA_ERROR_INVALID_VALUE;
   bool allocated = false, freed = false;
   FindMemoryNodes(graph, dptr, &allocated, &freed);
@@ -230,26 +316,26 @@ CUresult AddMemFree(Graph& graph, CUdeviceptr dptr, CUgraphNode* out) {
   auto node = std::make_unique<GraphNode>();
   node->type = GraphNode::Type::kMemFree;
   node->dptr = dptr;
-  *out = AddNode(graph, std::move(node));
+  *out = InsertNode(graph, std::move(node), deps);
   return CUDA_SUCCESS;
 }
 
 // A child graph node embedding a clone of `child` (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE).
-CUresult AddChildClone(Graph& graph, CUgraph child_handle, CUgraphNode* out) {
+CUresult AddChildClone(Graph& graph, const NodeDeps& deps, CUgraph child_handle, CUgraphNode* out) {
   Graph* child = HandleRegistry::Get().Lookup<Graph>(child_handle, Kind::kGraph);
-  if (child == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (child == nullptr || child == &graph) return CUDA_ERROR_INVALID_VALUE;
   if (ContainsMemoryNodes(*child)) return CUDA_ERROR_NOT_SUPPORTED;
   std::unique_ptr<Graph> copy = CloneTree(*child);
   copy->parent = &graph;
   auto node = std::make_unique<GraphNode>();
   node->type = GraphNode::Type::kChildGraph;
   node->child = copy.release();
-  *out = AddNode(graph, std::move(node));
+  *out = InsertNode(graph, std::move(node), deps);
   return CUDA_SUCCESS;
 }
 
 // A child graph node that takes `child` itself (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE).
-CUresult AddChildMove(Graph& graph, CUgraph child_handle, CUgraphNode* out) {
+CUresult AddChildMove(Graph& graph, const NodeDeps& deps, CUgraph child_handle, CUgraphNode* out) {
   Graph* child = HandleRegistry::Get().Lookup<Graph>(child_handle, Kind::kGraph);
   if (child == nullptr || child->parent != nullptr) return CUDA_ERROR_INVALID_VALUE;  // already embedded
   for (Graph* ancestor = &graph; ancestor != nullptr; ancestor = ancestor->parent) {
@@ -262,73 +348,54 @@ CUresult AddChildMove(Graph& graph, CUgraph child_handle, CUgraphNode* out) {
   node->child = child;
   child->parent = &graph;
   child->moved = true;
-  *out = AddNode(graph, std::move(node));
+  *out = InsertNode(graph, std::move(node), deps);
   return CUDA_SUCCESS;
 }
 
-CUresult CheckEdges(const CUgraphEdgeData* edges, size_t count) {
-  if (edges == nullptr) return CUDA_SUCCESS;  // all default
-  for (size_t i = 0; i < count; ++i) {
-    const CUgraphEdgeData& edge = edges[i];
-    for (unsigned char byte : edge.reserved) {
-      if (byte != 0) return CUDA_ERROR_INVALID_VALUE;
-    }
-    // Programmatic and port-specific edges order kernels more finely than the simulated
-    // timeline can: only full dependencies are simulated.
-    if (edge.from_port != 0 || edge.to_port != 0 || edge.type != 0) return CUDA_ERROR_NOT_SUPPORTED;
-  }
-  return CUDA_SUCCESS;
-}
-
-// cuGraphAddNode[_v2]: the node types the simulator has; the others exist in the driver but
-// are not simulated (CUDA_ERROR_NOT_SUPPORTED).
-CUresult AddGeneric(CUgraphNode* out, CUgraph handle, const CUgraphNode* deps, const CUgraphEdgeData* edges,
-                    size_t count, CUgraphNodeParams* params) {
+// cuGraphAddNode[_v2]: every node kind but conditional nodes (CUDA_ERROR_NOT_SUPPORTED).
+CUresult AddGeneric(CUgraphNode* out, CUgraph handle, const NodeDeps& deps, CUgraphNodeParams* params) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (params->reserved0[0] != 0 || params->reserved0[1] != 0 || params->reserved0[2] != 0 ||
       params->reserved2 != 0) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (CUresult rc = CheckEdges(edges, count); rc != CUDA_SUCCESS) return rc;
   switch (params->type) {
     case CU_GRAPH_NODE_TYPE_KERNEL: {
       const CUDA_KERNEL_NODE_PARAMS_v3& k = params->kernel;
-      return AddKernelFrom(out, handle, deps, count, k, k.func != nullptr ? k.func : reinterpret_cast<CUfunction>(k.kern));
+      return AddKernelFrom(out, handle, deps, k, k.func != nullptr ? k.func : reinterpret_cast<CUfunction>(k.kern));
     }
     case CU_GRAPH_NODE_TYPE_EMPTY:
-      return AddEmpty(out, handle, deps, count);
-    default:
+      return AddEmpty(out, handle, deps);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+    case CU_GRAPH_NODE_TYPE_GRAPH:
       break;
+    default: {
+      // The node kinds of api_graph_nodes.cc.
+      auto node = std::make_unique<GraphNode>();
+      if (CUresult rc = fgpu::sim::cuda::FillNodeFromParams(*params, node.get()); rc != CUDA_SUCCESS) return rc;
+      return fgpu::sim::cuda::AddPreparedNode(out, handle, deps, std::move(node));
+    }
   }
   Graph* graph = nullptr;
-  if (CUresult rc = PrepareAdd(out, handle, deps, count, &graph); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = PrepareAdd(out, handle, deps, &graph); rc != CUDA_SUCCESS) return rc;
   switch (params->type) {
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
       CUDA_MEM_ALLOC_NODE_PARAMS_v2& a = params->alloc;
-      return AddMemAlloc(*graph, a.poolProps, a.accessDescs, a.accessDescCount, a.bytesize, out, &a.dptr);
+      return AddMemAlloc(*graph, deps, a.poolProps, a.accessDescs, a.accessDescCount, a.bytesize, out, &a.dptr);
     }
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
-      return AddMemFree(*graph, params->free.dptr, out);
-    case CU_GRAPH_NODE_TYPE_GRAPH:
-      switch (params->graph.ownership) {
-        case CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE: return AddChildClone(*graph, params->graph.graph, out);
-        case CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: return AddChildMove(*graph, params->graph.graph, out);
-      }
+      return AddMemFree(*graph, deps, params->free.dptr, out);
+    case CU_GRAPH_NODE_TYPE_GRAPH: {
+      int ownership = 0;  // a C caller may pass any int: read it as one, not as the enum
+      std::memcpy(&ownership, &params->graph.ownership, sizeof ownership);
+      if (ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) return AddChildClone(*graph, deps, params->graph.graph, out);
+      if (ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) return AddChildMove(*graph, deps, params->graph.graph, out);
       return CUDA_ERROR_INVALID_VALUE;
-    case CU_GRAPH_NODE_TYPE_MEMCPY:
-    case CU_GRAPH_NODE_TYPE_MEMSET:
-    case CU_GRAPH_NODE_TYPE_HOST:
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
-    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
-    case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
-    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
-    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-      return CUDA_ERROR_NOT_SUPPORTED;
-    case CU_GRAPH_NODE_TYPE_KERNEL:
-    case CU_GRAPH_NODE_TYPE_EMPTY:
-      break;  // handled above
+    }
+    default:
+      break;
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
@@ -372,22 +439,55 @@ CUresult MakeResident(GraphExec& exec) {
   return CUDA_SUCCESS;
 }
 
-// What an executable graph takes from its graph: the kernels in order and the memory per
-// device, child graphs included. Caller holds no graph lock.
+// A topological order of the graph's nodes, stable in creation order (Kahn's algorithm, the
+// lowest-created ready node first). False if the edges form a cycle. Caller holds graph.mu.
+bool TopologicalOrder(const Graph& graph, std::vector<const GraphNode*>* order) {
+  const size_t n = graph.nodes.size();
+  std::unordered_map<const GraphNode*, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[graph.nodes[i].get()] = i;
+  std::vector<size_t> waiting(n, 0);
+  std::vector<std::vector<size_t>> dependents(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (const GraphNode* dep : graph.nodes[i]->deps) {
+      ++waiting[i];
+      dependents[index.at(dep)].push_back(i);
+    }
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) ready.insert(i);
+  }
+  while (!ready.empty()) {
+    const size_t next = *ready.begin();
+    ready.erase(ready.begin());
+    order->push_back(graph.nodes[next].get());
+    for (size_t dependent : dependents[next]) {
+      if (--waiting[dependent] == 0) ready.insert(dependent);
+    }
+  }
+  return order->size() == n;
+}
+
+// What an executable graph takes from its graph: every node in a topological order, child graphs
+// flattened in place, and the memory per device. Caller holds no graph lock.
 struct Flattened {
-  std::vector<KernelLaunch> kernels;
+  std::vector<fgpu::sim::cuda::ExecStep> steps;
+  std::vector<GraphExec::ChildRange> child_ranges;
   std::vector<GraphExec::Portion> portions;
   std::vector<CUdeviceptr> allocated, freed;
   bool memory_nodes = false;
 };
 
-void Flatten(Graph& graph, Flattened* out) {
+// False (with *error_node) if the graph or a graph embedded in it has a cycle.
+bool Flatten(Graph& graph, uint64_t child_origin, Flattened* out, const GraphNode** error_node) {
   std::lock_guard lock(graph.mu);
-  for (const auto& node : graph.nodes) {
+  std::vector<const GraphNode*> order;
+  if (!TopologicalOrder(graph, &order)) {
+    *error_node = graph.nodes.empty() ? nullptr : graph.nodes.front().get();
+    return false;
+  }
+  for (const GraphNode* node : order) {
     switch (node->type) {
-      case GraphNode::Type::kKernel:
-        out->kernels.push_back(node->kernel);
-        break;
       case GraphNode::Type::kMemAlloc: {
         out->memory_nodes = true;
         out->allocated.push_back(node->dptr);
@@ -405,16 +505,54 @@ void Flatten(Graph& graph, Flattened* out) {
         out->memory_nodes = true;
         out->freed.push_back(node->dptr);
         break;
-      case GraphNode::Type::kChildGraph:
-        Flatten(*node->child, out);
-        break;
-      case GraphNode::Type::kEmpty:
+      case GraphNode::Type::kChildGraph: {
+        const size_t begin = out->steps.size();
+        if (!Flatten(*node->child, node->serial, out, error_node)) return false;
+        out->child_ranges.push_back({node->serial, begin, out->steps.size()});
+        continue;  // the child's nodes stand for it
+      }
+      default:
         break;
     }
+    fgpu::sim::cuda::ExecStep step{*node, true, child_origin, node};
+    step.node.deps.clear();
+    step.node.dep_edges.clear();
+    step.node.child = nullptr;
+    out->steps.push_back(std::move(step));
+  }
+  return true;
+}
+
+// The shape of the top-level graph an executable graph is compared with by cuGraphExecUpdate.
+void DescribeTop(Graph& graph, GraphExec* exec) {
+  std::lock_guard lock(graph.mu);
+  for (const auto& node : graph.nodes) {
+    exec->top_nodes.push_back(node->serial);
+    exec->top_types.push_back(node->type);
+    for (const GraphNode* dep : node->deps) exec->top_edges.emplace_back(dep->serial, node->serial);
   }
 }
 
-CUresult Instantiate(CUgraphExec* out, CUgraph handle) {
+// An executable graph's user objects are released once its last launch has ended (the driver
+// keeps them while the graph's work may still use them).
+void ReleaseExecUserObjects(std::vector<std::pair<fgpu::sim::cuda::UserObject*, unsigned>> objects, uint64_t end_ns) {
+  if (objects.empty()) return;
+  auto release = [objects = std::move(objects)] {
+    for (auto [object, count] : objects) fgpu::sim::cuda::ReleaseUserObject(object, count);
+  };
+  if (end_ns <= SharedDevices::NowNs()) {
+    release();
+    return;
+  }
+  std::thread([release = std::move(release), end_ns] {
+    Runtime::SleepUntil(end_ns);
+    release();
+  }).detach();
+}
+
+CUresult Instantiate(CUgraphExec* out, CUgraph handle, unsigned long long flags, CUgraphNode* error_node_out,
+                     CUgraphInstantiateResult* result_out) {
+  if (result_out != nullptr) *result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Graph* graph = nullptr;
   if (CUresult rc = LookupGraph(handle, &graph); rc != CUDA_SUCCESS) return rc;
@@ -422,27 +560,46 @@ CUresult Instantiate(CUgraphExec* out, CUgraph handle) {
   Context* ctx = nullptr;
   if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   Flattened flat;
-  Flatten(*graph, &flat);
+  const GraphNode* error_node = nullptr;
+  if (!Flatten(*graph, 0, &flat, &error_node)) {
+    // A cycle: "invalid structure", as the driver reports it.
+    if (error_node_out != nullptr) *error_node_out = reinterpret_cast<CUgraphNode>(const_cast<GraphNode*>(error_node));
+    if (result_out != nullptr) *result_out = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   auto exec = std::make_unique<GraphExec>();
   exec->ctx = ctx;
-  exec->kernels = std::move(flat.kernels);
+  exec->flags = flags;
+  exec->steps = std::move(flat.steps);
+  exec->child_ranges = std::move(flat.child_ranges);
   exec->portions = std::move(flat.portions);
   exec->frees_all_allocations = std::all_of(flat.allocated.begin(), flat.allocated.end(), [&](CUdeviceptr dptr) {
     return std::find(flat.freed.begin(), flat.freed.end(), dptr) != flat.freed.end();
   });
-  if (flat.memory_nodes) {
+  DescribeTop(*graph, exec.get());
+  {
     std::lock_guard lock(graph->mu);
-    if (graph->memory_exec != nullptr) return CUDA_ERROR_INVALID_VALUE;  // one executable graph at a time
-    graph->memory_exec = exec.get();
-    exec->source = graph;
+    if (flat.memory_nodes) {
+      if (graph->memory_exec != nullptr) return CUDA_ERROR_INVALID_VALUE;  // one executable graph at a time
+      graph->memory_exec = exec.get();
+      exec->source = graph;
+    }
+    // The executable graph holds the graph's user objects for as long as it lives.
+    for (auto [object, count] : graph->user_objects) {
+      fgpu::sim::cuda::RetainUserObject(object, count);
+      exec->user_objects.emplace_back(object, count);
+    }
   }
   HandleRegistry::Get().Insert(exec.get(), Kind::kGraphExec);
   std::lock_guard lock(GraphMemory::Get().mu);
   GraphMemory::Get().execs.push_back(exec.get());
+  if (result_out != nullptr) *result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
   *out = reinterpret_cast<CUgraphExec>(exec.release());
   return CUDA_SUCCESS;
 }
 
+// A launch replays the executable graph's nodes on the stream, in their topological order, as
+// the stream calls they stand for (a serialisation the graph's edges allow).
 CUresult Launch(CUgraphExec handle, CUstream stream_handle, bool per_thread, bool upload_only) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   auto* exec = HandleRegistry::Get().Lookup<GraphExec>(handle, Kind::kGraphExec);
@@ -452,32 +609,41 @@ CUresult Launch(CUgraphExec handle, CUstream stream_handle, bool per_thread, boo
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (CUresult rc = MakeResident(*exec); rc != CUDA_SUCCESS) return rc;
   if (upload_only) return CUDA_SUCCESS;
-  std::vector<uint64_t> durations;
-  for (const KernelLaunch& kernel : exec->kernels) {
-    durations.push_back(fgpu::sim::cuda::KernelDurationNs(kernel, stream->ctx->device));
+  CUresult result = CUDA_SUCCESS;
+  for (const fgpu::sim::cuda::ExecStep& step : exec->steps) {
+    if (!step.enabled) continue;  // a disabled node acts as an empty node
+    const CUresult rc = fgpu::sim::cuda::RunGraphStep(step.node, stream_handle, per_thread);
+    if (result == CUDA_SUCCESS) result = rc;  // the first failure; the rest of the graph still runs
   }
-  // Behind a stream memory operation's wait, the kernels go on the timeline when it is satisfied.
-  fgpu::sim::cuda::RunOrHold(*stream, [stream, exec, durations] {
-    for (const uint64_t duration : durations) Runtime::Get().EnqueueWork(*stream, duration);
+  fgpu::sim::cuda::RunOrHold(*stream, [stream, exec] {
     if (HandleRegistry::Get().Is(exec, Kind::kGraphExec)) {
       exec->last_launch_end_ns.store(Runtime::Get().ReadyTime(*stream));
     }
   });
-  return CUDA_SUCCESS;
+  return result;
 }
 
 }  // namespace
 
 namespace fgpu::sim::cuda {
 
+bool FlattenGraph(Graph& graph, std::vector<ExecStep>* steps, bool* memory_nodes) {
+  Flattened flat;
+  const GraphNode* error_node = nullptr;
+  if (!Flatten(graph, 0, &flat, &error_node)) return false;
+  *steps = std::move(flat.steps);
+  *memory_nodes = flat.memory_nodes;
+  return true;
+}
+
 CUresult CaptureMemAlloc(Graph& graph, const CUmemPoolProps& pool_props, uint64_t bytes, CUdeviceptr* dptr) {
   CUgraphNode node = nullptr;
-  return AddMemAlloc(graph, pool_props, nullptr, 0, bytes, &node, dptr);
+  return AddMemAlloc(graph, NodeDeps{.from_capture = true}, pool_props, nullptr, 0, bytes, &node, dptr);
 }
 
 CUresult CaptureMemFree(Graph& graph, CUdeviceptr dptr) {
   CUgraphNode node = nullptr;
-  return AddMemFree(graph, dptr, &node);
+  return AddMemFree(graph, NodeDeps{.from_capture = true}, dptr, &node);
 }
 
 }  // namespace fgpu::sim::cuda
@@ -497,6 +663,10 @@ CUresult cuGraphDestroy(CUgraph hGraph) {
   Graph* graph = nullptr;
   if (CUresult rc = LookupGraph(hGraph, &graph); rc != CUDA_SUCCESS) return rc;
   if (graph->parent != nullptr) return CUDA_ERROR_INVALID_VALUE;  // owned by its child graph node
+  {
+    std::lock_guard lock(graph->mu);
+    if (graph->capturing) return CUDA_ERROR_INVALID_VALUE;  // a stream still captures into it
+  }
   delete graph;  // its executable graphs keep what they took from it
   return CUDA_SUCCESS;
 }
@@ -514,58 +684,62 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const
                                  size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUfunction func = nodeParams->func != nullptr ? nodeParams->func : reinterpret_cast<CUfunction>(nodeParams->kern);
-  return AddKernelFrom(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams, func);
+  return AddKernelFrom(phGraphNode, hGraph, NodeDeps{dependencies, nullptr, numDependencies}, *nodeParams, func);
 }
 
 CUresult cuGraphAddKernelNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                               size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1* nodeParams) {
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return AddKernelFrom(phGraphNode, hGraph, dependencies, numDependencies, *nodeParams, nodeParams->func);
+  return AddKernelFrom(phGraphNode, hGraph, NodeDeps{dependencies, nullptr, numDependencies}, *nodeParams,
+                       nodeParams->func);
 }
 
 CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                              size_t numDependencies) {
-  return AddEmpty(phGraphNode, hGraph, dependencies, numDependencies);
+  return AddEmpty(phGraphNode, hGraph, NodeDeps{dependencies, nullptr, numDependencies});
 }
 
 CUresult cuGraphAddMemAllocNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                 size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS* nodeParams) {
   if (nodeParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Graph* graph = nullptr;
-  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, dependencies, numDependencies, &graph); rc != CUDA_SUCCESS) {
+  const NodeDeps deps{dependencies, nullptr, numDependencies};
+  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, deps, &graph); rc != CUDA_SUCCESS) {
     return rc;
   }
-  return AddMemAlloc(*graph, nodeParams->poolProps, nodeParams->accessDescs, nodeParams->accessDescCount,
+  return AddMemAlloc(*graph, deps, nodeParams->poolProps, nodeParams->accessDescs, nodeParams->accessDescCount,
                      nodeParams->bytesize, phGraphNode, &nodeParams->dptr);
 }
 
 CUresult cuGraphAddMemFreeNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                size_t numDependencies, CUdeviceptr dptr) {
   Graph* graph = nullptr;
-  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, dependencies, numDependencies, &graph); rc != CUDA_SUCCESS) {
+  const NodeDeps deps{dependencies, nullptr, numDependencies};
+  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, deps, &graph); rc != CUDA_SUCCESS) {
     return rc;
   }
-  return AddMemFree(*graph, dptr, phGraphNode);
+  return AddMemFree(*graph, deps, dptr, phGraphNode);
 }
 
 CUresult cuGraphAddChildGraphNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                                   size_t numDependencies, CUgraph childGraph) {
   Graph* graph = nullptr;
-  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, dependencies, numDependencies, &graph); rc != CUDA_SUCCESS) {
+  const NodeDeps deps{dependencies, nullptr, numDependencies};
+  if (CUresult rc = PrepareAdd(phGraphNode, hGraph, deps, &graph); rc != CUDA_SUCCESS) {
     return rc;
   }
-  return AddChildClone(*graph, childGraph, phGraphNode);
+  return AddChildClone(*graph, deps, childGraph, phGraphNode);
 }
 
 CUresult cuGraphAddNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                         size_t numDependencies, CUgraphNodeParams* nodeParams) {
-  return AddGeneric(phGraphNode, hGraph, dependencies, nullptr, numDependencies, nodeParams);
+  return AddGeneric(phGraphNode, hGraph, NodeDeps{dependencies, nullptr, numDependencies}, nodeParams);
 }
 
 CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
                            const CUgraphEdgeData* dependencyData, size_t numDependencies,
                            CUgraphNodeParams* nodeParams) {
-  return AddGeneric(phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams);
+  return AddGeneric(phGraphNode, hGraph, NodeDeps{dependencies, dependencyData, numDependencies}, nodeParams);
 }
 
 CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
@@ -578,6 +752,14 @@ CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
     case GraphNode::Type::kMemFree: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
     case GraphNode::Type::kEmpty: *type = CU_GRAPH_NODE_TYPE_EMPTY; break;
     case GraphNode::Type::kChildGraph: *type = CU_GRAPH_NODE_TYPE_GRAPH; break;
+    case GraphNode::Type::kMemset: *type = CU_GRAPH_NODE_TYPE_MEMSET; break;
+    case GraphNode::Type::kMemcpy: *type = CU_GRAPH_NODE_TYPE_MEMCPY; break;
+    case GraphNode::Type::kHost: *type = CU_GRAPH_NODE_TYPE_HOST; break;
+    case GraphNode::Type::kEventRecord: *type = CU_GRAPH_NODE_TYPE_EVENT_RECORD; break;
+    case GraphNode::Type::kEventWait: *type = CU_GRAPH_NODE_TYPE_WAIT_EVENT; break;
+    case GraphNode::Type::kExtSemSignal: *type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL; break;
+    case GraphNode::Type::kExtSemWait: *type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT; break;
+    case GraphNode::Type::kBatchMemOp: *type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP; break;
   }
   return CUDA_SUCCESS;
 }
@@ -628,7 +810,7 @@ CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNod
                             size_t bufferSize) {
   if (phErrorNode != nullptr) *phErrorNode = nullptr;
   if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
-  return Instantiate(phGraphExec, hGraph);
+  return Instantiate(phGraphExec, hGraph, 0, phErrorNode, nullptr);
 }
 CUresult cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraphNode* phErrorNode, char* logBuffer,
                                size_t bufferSize) {
@@ -637,14 +819,14 @@ CUresult cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph, CUgraph
 CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph, unsigned long long flags) {
   constexpr unsigned long long kKnown = 0xF;  // auto-free, upload, device launch, use node priority
   if ((flags & ~kKnown) != 0) return CUDA_ERROR_INVALID_VALUE;
-  return Instantiate(phGraphExec, hGraph);
+  return Instantiate(phGraphExec, hGraph, flags, nullptr, nullptr);
 }
 CUresult cuGraphInstantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,
                                       CUDA_GRAPH_INSTANTIATE_PARAMS* instantiateParams) {
   if (instantiateParams == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUresult rc = Instantiate(phGraphExec, hGraph);
   instantiateParams->hErrNode_out = nullptr;
-  instantiateParams->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  CUresult rc = Instantiate(phGraphExec, hGraph, instantiateParams->flags, &instantiateParams->hErrNode_out,
+                            &instantiateParams->result_out);
   if (rc == CUDA_SUCCESS && (instantiateParams->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) != 0) {
     rc = Launch(*phGraphExec, instantiateParams->hUploadStream, false, /*upload_only=*/true);
   }
@@ -680,6 +862,7 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
     for (GraphExec::Portion& portion : exec->portions) ReleasePortion(portion);
     std::erase(GraphMemory::Get().execs, exec);
   }
+  ReleaseExecUserObjects(std::move(exec->user_objects), exec->last_launch_end_ns.load());
   delete exec;
   return CUDA_SUCCESS;
 }

@@ -190,7 +190,9 @@ TEST(SimGraphNodes, AddNodeBuildsEveryKindAndItsMemoryIsTakenOnFirstLaunch) {
     FGPU_REQUIRE_CU(cuGraphAddNode(&node, graph, nullptr, 0, &p), CUDA_ERROR_INVALID_VALUE);
     p = NodeParams(static_cast<CUgraphNodeType>(15));  // no such node type
     FGPU_REQUIRE_CU(cuGraphAddNode(&node, graph, nullptr, 0, &p), CUDA_ERROR_INVALID_VALUE);
-    p = NodeParams(CU_GRAPH_NODE_TYPE_MEMCPY);  // a driver node type the simulator has not
+    p = NodeParams(CU_GRAPH_NODE_TYPE_MEMCPY);  // a copy of nothing
+    FGPU_REQUIRE_CU(cuGraphAddNode(&node, graph, nullptr, 0, &p), CUDA_ERROR_INVALID_VALUE);
+    p = NodeParams(CU_GRAPH_NODE_TYPE_CONDITIONAL);  // the driver node type the simulator has not
     FGPU_REQUIRE_CU(cuGraphAddNode(&node, graph, nullptr, 0, &p), CUDA_ERROR_NOT_SUPPORTED);
     p = NodeParams(CU_GRAPH_NODE_TYPE_EMPTY);
     CUgraphEdgeData programmatic{};

@@ -8,34 +8,21 @@
 // count, as under unified addressing); the host side must be mapped host memory.
 // Synchronous variants first wait for the legacy stream (_ptds: the calling
 // thread's per-thread stream). Asynchronous variants copy at once: simulated kernels
-// compute nothing, so no stream order can observe the difference. CUDA arrays hold
-// no data in the simulator: copies from or to them return CUDA_ERROR_NOT_SUPPORTED.
+// compute nothing, so no stream order can observe the difference. 2D copies are 3D
+// copies of depth 1 (copy_3d.h), from or to CUDA arrays too.
 #include <algorithm>
 #include <cstring>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/copy_3d.h"
+#include "sim/cuda/copy_entry.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 #include "sim/cuda/stream_gate.h"
 
 namespace fgpu::sim::cuda {
-namespace {
 
-using Access = MemoryRegistry::Access;
-
-bool DeviceUsable(uint64_t addr, uint64_t n, Access access, int device) {
-  return n == 0 || MemoryRegistry::Get().CanAccess(addr, n, access, device);
-}
-
-// A unified address is device memory if the driver knows it, host memory otherwise.
-bool UnifiedUsable(uint64_t addr, uint64_t n, Access access, int device) {
-  if (n == 0) return true;
-  if (MemoryRegistry::Get().Find(addr)) return DeviceUsable(addr, n, access, device);
-  return HostRangeUsable(reinterpret_cast<const void*>(addr), n, access);
-}
-
-// Waits as a synchronous copy does, then yields the device the copy runs on.
-CUresult EnterSync(bool per_thread, int* device) {
+CUresult EnterSyncCopy(bool per_thread, int* device) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Context* ctx = nullptr;
   if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
@@ -52,7 +39,7 @@ CUresult EnterSync(bool per_thread, int* device) {
   return CUDA_SUCCESS;
 }
 
-CUresult EnterAsync(CUstream handle, bool per_thread, int* device) {
+CUresult EnterAsyncCopy(CUstream handle, bool per_thread, int* device) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Stream* stream = nullptr;
   if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
@@ -60,6 +47,21 @@ CUresult EnterAsync(CUstream handle, bool per_thread, int* device) {
   if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   *device = stream->ctx->device;
   return CUDA_SUCCESS;
+}
+
+namespace {
+
+using Access = MemoryRegistry::Access;
+
+bool DeviceUsable(uint64_t addr, uint64_t n, Access access, int device) {
+  return n == 0 || MemoryRegistry::Get().CanAccess(addr, n, access, device);
+}
+
+// A unified address is device memory if the driver knows it, host memory otherwise.
+bool UnifiedUsable(uint64_t addr, uint64_t n, Access access, int device) {
+  if (n == 0) return true;
+  if (MemoryRegistry::Get().Find(addr)) return DeviceUsable(addr, n, access, device);
+  return HostRangeUsable(reinterpret_cast<const void*>(addr), n, access);
 }
 
 enum class Kind1D : uint8_t { kHtoD, kDtoH, kDtoD, kUnified };
@@ -84,95 +86,54 @@ CUresult Copy1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, int device)
 
 CUresult Sync1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy1D(kind, dst, src, n, device);
 }
 
 CUresult Async1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy1D(kind, dst, src, n, device);
 }
 
 uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-// One side of a 2D copy, widened from either struct version.
-struct Side2D {
-  CUmemorytype type;
-  uint64_t host;
-  uint64_t device;
-  uint64_t x;
-  uint64_t y;
-  uint64_t pitch;
-};
-
-// Validates one side; on success *start is the first byte touched.
-CUresult CheckSide(const Side2D& side, uint64_t width, uint64_t height, Access access, int device,
-                   uint64_t* start) {
-  switch (side.type) {
-    case CU_MEMORYTYPE_ARRAY:
-      return CUDA_ERROR_NOT_SUPPORTED;  // arrays hold no data in the simulator
-    case CU_MEMORYTYPE_HOST:
-    case CU_MEMORYTYPE_DEVICE:
-    case CU_MEMORYTYPE_UNIFIED:
-      break;
-    default:
-      return CUDA_ERROR_INVALID_VALUE;
-  }
-  if (height > 1 && (side.x > UINT64_MAX - width || side.pitch < side.x + width))
-    return CUDA_ERROR_INVALID_VALUE;
-  const uint64_t base = side.type == CU_MEMORYTYPE_HOST ? side.host : side.device;
-  // The touched extent: rows 0..height-1 of `width` bytes, `pitch` apart.
-  uint64_t offset = 0, bytes = 0, end = 0;
-  if (base == 0 || __builtin_mul_overflow(side.y, side.pitch, &offset) ||
-      __builtin_add_overflow(offset, side.x, &offset) ||
-      __builtin_mul_overflow(height - 1, side.pitch, &bytes) ||
-      __builtin_add_overflow(bytes, width, &bytes) || __builtin_add_overflow(base, offset, start) ||
-      __builtin_add_overflow(*start, bytes, &end)) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  bool ok = false;
-  if (side.type == CU_MEMORYTYPE_HOST) {
-    ok = HostRangeUsable(reinterpret_cast<const void*>(*start), bytes, access);
-  } else if (side.type == CU_MEMORYTYPE_DEVICE) {
-    ok = DeviceUsable(*start, bytes, access, device);
-  } else {
-    ok = UnifiedUsable(*start, bytes, access, device);
-  }
-  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
+// A 2D copy is a 3D copy of depth 1 (copy_3d.h), which also covers CUDA arrays.
 template <typename Params>
 CUresult Copy2D(const Params* p, int device) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const Side2D src{p->srcMemoryType, Ptr(p->srcHost), p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch};
-  const Side2D dst{p->dstMemoryType, Ptr(p->dstHost), p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch};
-  const uint64_t width = p->WidthInBytes;
-  const uint64_t height = p->Height;
-  if (src.type == CU_MEMORYTYPE_ARRAY || dst.type == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
-  if (width == 0 || height == 0) return CUDA_SUCCESS;
-  uint64_t from = 0, to = 0;
-  if (CUresult rc = CheckSide(src, width, height, Access::kRead, device, &from); rc != CUDA_SUCCESS)
-    return rc;
-  if (CUresult rc = CheckSide(dst, width, height, Access::kWrite, device, &to); rc != CUDA_SUCCESS) return rc;
-  for (uint64_t row = 0; row < height; ++row) {
-    std::memmove(reinterpret_cast<void*>(to + row * dst.pitch),
-                 reinterpret_cast<const void*>(from + row * src.pitch), width);
-  }
-  return CUDA_SUCCESS;
+  CUDA_MEMCPY3D copy{};
+  copy.srcXInBytes = p->srcXInBytes;
+  copy.srcY = p->srcY;
+  copy.srcMemoryType = p->srcMemoryType;
+  copy.srcHost = p->srcHost;
+  copy.srcDevice = p->srcDevice;
+  copy.srcArray = p->srcArray;
+  copy.srcPitch = p->srcPitch;
+  copy.dstXInBytes = p->dstXInBytes;
+  copy.dstY = p->dstY;
+  copy.dstMemoryType = p->dstMemoryType;
+  copy.dstHost = p->dstHost;
+  copy.dstDevice = p->dstDevice;
+  copy.dstArray = p->dstArray;
+  copy.dstPitch = p->dstPitch;
+  copy.WidthInBytes = p->WidthInBytes;
+  copy.Height = p->Height;
+  copy.Depth = 1;
+  return Copy3D(copy, device);
 }
 
 template <typename Params>
 CUresult Sync2D(const Params* p, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy2D(p, device);
 }
 
 template <typename Params>
 CUresult Async2D(const Params* p, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Copy2D(p, device);
 }
 
@@ -190,14 +151,14 @@ CUresult Set(uint64_t dst, T value, uint64_t count, int device) {
 template <typename T>
 CUresult SyncSet(uint64_t dst, T value, uint64_t count, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set(dst, value, count, device);
 }
 
 template <typename T>
 CUresult AsyncSet(uint64_t dst, T value, uint64_t count, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set(dst, value, count, device);
 }
 
@@ -221,7 +182,7 @@ CUresult Set2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t h
 template <typename T>
 CUresult SyncSet2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set2D(dst, pitch, value, width, height, device);
 }
 
@@ -229,7 +190,7 @@ template <typename T>
 CUresult AsyncSet2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, CUstream stream,
                     bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return Set2D(dst, pitch, value, width, height, device);
 }
 
@@ -260,7 +221,7 @@ CUresult SyncPeer(uint64_t dst, CUcontext dst_handle, uint64_t src, CUcontext sr
   Context* src_ctx = nullptr;
   if (CUresult rc = PeerContexts(dst_handle, src_handle, &dst_ctx, &src_ctx); rc != CUDA_SUCCESS) return rc;
   int device = 0;
-  if (CUresult rc = EnterSync(per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterSyncCopy(per_thread, &device); rc != CUDA_SUCCESS) return rc;
   Runtime::Get().WaitLegacyStream(dst_ctx);
   Runtime::Get().WaitLegacyStream(src_ctx);
   return CopyPeer(dst, *dst_ctx, src, *src_ctx, n);
@@ -273,7 +234,7 @@ CUresult AsyncPeer(uint64_t dst, CUcontext dst_handle, uint64_t src, CUcontext s
   Context* src_ctx = nullptr;
   if (CUresult rc = PeerContexts(dst_handle, src_handle, &dst_ctx, &src_ctx); rc != CUDA_SUCCESS) return rc;
   int device = 0;
-  if (CUresult rc = EnterAsync(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
   return CopyPeer(dst, *dst_ctx, src, *src_ctx, n);
 }
 
@@ -391,6 +352,16 @@ CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
 }
 CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
   return Guarded([&] { return sim::Async2D(pCopy, hStream, true); });
+}
+// The simulator has no pitch alignment to relax: the unaligned forms are the 2D copies.
+CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, false); });
+}
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, false); });
+}
+CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+  return Guarded([&] { return sim::Sync2D(pCopy, true); });
 }
 
 // --- sets ---------------------------------------------------------------------------------

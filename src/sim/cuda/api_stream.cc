@@ -1,8 +1,9 @@
-// Streams, host callbacks and stream capture.
+// Streams, host callbacks and stream capture (its state: api_stream_capture.cc).
 #include <algorithm>
 #include <memory>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/graph_internal.h"
 #include "sim/cuda/host_calls.h"
 #include "sim/cuda/runtime.h"
 #include "sim/cuda/stream_gate.h"
@@ -65,6 +66,15 @@ CUresult WaitEvent(CUstream handle, CUevent event, unsigned flags, bool per_thre
   auto* ev = HandleRegistry::Get().Lookup<fgpu::sim::cuda::Event>(event, Kind::kEvent);
   if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   if (flags > 1) return CUDA_ERROR_INVALID_VALUE;  // CU_EVENT_WAIT_DEFAULT / CU_EVENT_WAIT_EXTERNAL
+  constexpr unsigned kEventWaitExternal = 0x1;
+  if (Graph* graph = stream->capture.load(); graph != nullptr && flags == kEventWaitExternal) {
+    // During capture an external wait becomes an event wait node, as in the driver.
+    auto node = std::make_unique<fgpu::sim::cuda::GraphNode>();
+    node->type = fgpu::sim::cuda::GraphNode::Type::kEventWait;
+    node->event = event;
+    fgpu::sim::cuda::AppendCapturedNode(*graph, std::move(node));
+    return CUDA_SUCCESS;
+  }
   if (ev->recorded.load()) fgpu::sim::cuda::WaitEventOnStream(*stream, *ev);
   return CUDA_SUCCESS;
 }
@@ -80,17 +90,27 @@ CUresult HostCall(CUstream handle, bool per_thread, std::function<void()> call) 
   return CUDA_SUCCESS;
 }
 
+// During capture a host function becomes a host node of the capture graph (true: recorded).
+bool CaptureHostFunc(CUstream handle, bool per_thread, CUhostFn fn, void* data) {
+  Stream* stream = nullptr;
+  if (Resolve(handle, per_thread, &stream) != CUDA_SUCCESS) return false;
+  Graph* graph = stream->capture.load();
+  if (graph == nullptr) return false;
+  auto node = std::make_unique<fgpu::sim::cuda::GraphNode>();
+  node->type = fgpu::sim::cuda::GraphNode::Type::kHost;
+  node->host = CUDA_HOST_NODE_PARAMS{fn, data};
+  fgpu::sim::cuda::AppendCapturedNode(*graph, std::move(node));
+  return true;
+}
+
 CUresult BeginCapture(CUstream handle, CUstreamCaptureMode mode, bool per_thread) {
   Stream* stream = nullptr;
   if (CUresult rc = Resolve(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
-  if (stream == stream->ctx->legacy_stream.get()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
   auto graph = std::make_unique<Graph>();
-  Graph* expected = nullptr;
-  if (!stream->capture.compare_exchange_strong(expected, graph.get())) return CUDA_ERROR_ILLEGAL_STATE;
-  stream->capture_mode = mode;
-  HandleRegistry::Get().Insert(graph.get(), Kind::kGraph);
-  graph.release();
+  if (CUresult rc = fgpu::sim::cuda::StartCapture(*stream, *graph, mode, /*owns_graph=*/true); rc != CUDA_SUCCESS) {
+    return rc;
+  }
+  HandleRegistry::Get().Insert(graph.release(), Kind::kGraph);
   return CUDA_SUCCESS;
 }
 
@@ -98,7 +118,7 @@ CUresult EndCapture(CUstream handle, CUgraph* out, bool per_thread) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Stream* stream = nullptr;
   if (CUresult rc = Resolve(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
-  Graph* graph = stream->capture.exchange(nullptr);
+  Graph* graph = fgpu::sim::cuda::StopCapture(*stream);
   if (graph == nullptr) return CUDA_ERROR_ILLEGAL_STATE;
   *out = reinterpret_cast<CUgraph>(graph);
   return CUDA_SUCCESS;
@@ -144,9 +164,9 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
   if (stream == nullptr || stream->is_default) return CUDA_ERROR_INVALID_HANDLE;
   fgpu::sim::cuda::WaitHostCalls(*stream);  // host calls reference the stream
   HandleRegistry::Get().Erase(stream);
-  if (Graph* graph = stream->capture.exchange(nullptr)) {
-    HandleRegistry::Get().Erase(graph);
-    delete graph;
+  const bool owned = stream->capture_owns_graph;
+  if (Graph* graph = fgpu::sim::cuda::StopCapture(*stream); graph != nullptr && owned) {
+    delete graph;  // a capture into the caller's graph (cuStreamBeginCaptureToGraph) leaves it to them
   }
   delete stream;
   return CUDA_SUCCESS;
@@ -224,10 +244,12 @@ CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, v
 }
 CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CaptureHostFunc(hStream, false, fn, userData)) return CUDA_SUCCESS;
   return HostCall(hStream, false, [=] { fn(userData); });
 }
 CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CaptureHostFunc(hStream, true, fn, userData)) return CUDA_SUCCESS;
   return HostCall(hStream, true, [=] { fn(userData); });
 }
 

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/array_store.h"
 #include "sim/cuda/memory_registry.h"
 #include "sim/cuda/runtime.h"
 
@@ -368,6 +369,28 @@ void UnmapAll(PhysicalMemory* p) {
 }
 
 }  // namespace
+
+CUresult MapPhysicalIntoArray(CUmemGenericAllocationHandle handle, uint64_t offset, uint64_t bytes, int device,
+                              std::byte** data) {
+  std::lock_guard lock(Vmm().mu);
+  PhysicalMemory* p = LiveHandle(handle);
+  if (p == nullptr || p->device != device || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (offset > p->size || bytes > p->size - offset || offset % PageSize() != 0) return CUDA_ERROR_INVALID_VALUE;
+  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, static_cast<off_t>(offset));
+  if (mapped == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  ++p->mappings;
+  *data = static_cast<std::byte*>(mapped);
+  return CUDA_SUCCESS;
+}
+
+void UnmapPhysicalFromArray(CUmemGenericAllocationHandle handle, void* data, uint64_t bytes) {
+  std::lock_guard lock(Vmm().mu);
+  munmap(data, bytes);
+  auto it = Vmm().physical.find(handle);
+  if (it == Vmm().physical.end()) return;
+  --it->second->mappings;
+  MaybeDestroy(it->second.get());
+}
 
 void ReleaseVmmOf(Context* ctx) {
   std::lock_guard lock(Vmm().mu);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "sim/cuda/graph_internal.h"
 #include "sim/cuda/runtime.h"
 #include "sim/cuda/stream_gate.h"
 
@@ -82,9 +83,16 @@ CUresult ExecuteLaunch(const KernelLaunch& launch, CUstream stream_handle, bool 
     node->type = GraphNode::Type::kKernel;
     node->kernel = launch;
     node->device = stream->ctx->device;
-    std::lock_guard lock(graph->mu);
-    HandleRegistry::Get().Insert(node.get(), Kind::kGraphNode);
-    graph->nodes.push_back(std::move(node));
+    node->kernel_params.func = launch.function != nullptr ? reinterpret_cast<CUfunction>(launch.function) : nullptr;
+    node->kernel_params.gridDimX = launch.grid[0];
+    node->kernel_params.gridDimY = launch.grid[1];
+    node->kernel_params.gridDimZ = launch.grid[2];
+    node->kernel_params.blockDimX = launch.block[0];
+    node->kernel_params.blockDimY = launch.block[1];
+    node->kernel_params.blockDimZ = launch.block[2];
+    node->kernel_params.sharedMemBytes = launch.shared_bytes;
+    node->kernel_params.ctx = reinterpret_cast<CUcontext>(stream->ctx);
+    AppendCapturedNode(*graph, std::move(node));
     return CUDA_SUCCESS;
   }
   const uint64_t duration = KernelDurationNs(launch, stream->ctx->device);

@@ -294,8 +294,8 @@ TEST(SimMemory, CopiesTouchNothingTheyCannotValidate) {
               copy.dstY = 64;  // rows 64..67 of 64 bytes: past the 4 KiB allocation
               FGPU_REQUIRE_CU(cuMemcpy2D_v2(&copy), CUDA_ERROR_INVALID_VALUE);
               copy.dstY = 0;
-              copy.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-              FGPU_REQUIRE_CU(cuMemcpy2D_v2(&copy), CUDA_ERROR_NOT_SUPPORTED);
+              copy.dstMemoryType = CU_MEMORYTYPE_ARRAY;  // with no array
+              FGPU_REQUIRE_CU(cuMemcpy2D_v2(&copy), CUDA_ERROR_INVALID_VALUE);
               copy.dstMemoryType = static_cast<CUmemorytype>(7);
               FGPU_REQUIRE_CU(cuMemcpy2D_v2(&copy), CUDA_ERROR_INVALID_VALUE);
               FGPU_REQUIRE_CU(cuMemcpy2D_v2(nullptr), CUDA_ERROR_INVALID_VALUE);

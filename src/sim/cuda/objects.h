@@ -25,12 +25,29 @@ namespace fgpu::sim::cuda {
 
 enum class Kind : uint8_t {
   kContext, kStream, kEvent, kModule, kFunction, kGraph, kGraphNode, kGraphExec, kMemPool, kArray,
-  kMipmappedArray, kLinkState, kExternalMemory, kExternalSemaphore,
+  kMipmappedArray, kLinkState, kExternalMemory, kExternalSemaphore, kUserObject,
 };
 
 struct Context;
 struct Graph;
+struct GraphNode;
 struct GraphExec;
+
+// Launch attributes a stream or a kernel node keeps (cuStreamSetAttribute,
+// cuGraphKernelNodeSetAttribute): stored, read back and copied; the timeline ignores them.
+struct LaunchAttributes {
+  CUaccessPolicyWindow access_policy_window{};
+  CUsynchronizationPolicy sync_policy = CU_SYNC_POLICY_AUTO;
+  int priority = 0;
+  CUlaunchMemSyncDomainMap mem_sync_domain_map{0, 1};
+  CUlaunchMemSyncDomain mem_sync_domain = CU_LAUNCH_MEM_SYNC_DOMAIN_DEFAULT;
+  // Kernel nodes only.
+  int cooperative = 0;
+  unsigned cluster_dim[3] = {0, 0, 0};
+  unsigned preferred_cluster_dim[3] = {0, 0, 0};
+  CUclusterSchedulingPolicy cluster_scheduling = CU_CLUSTER_SCHEDULING_POLICY_DEFAULT;
+  unsigned shared_memory_carveout = 0;
+};
 
 // Source of stream ids (cuStreamGetId): unique for the life of the process, never reused.
 inline std::atomic<unsigned long long> g_next_stream_id{1};
@@ -51,6 +68,10 @@ struct Stream {
   // Non-null while the stream is being captured into a graph.
   std::atomic<Graph*> capture{nullptr};
   CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  unsigned long long capture_id = 0;   // of the capture in progress (cuStreamGetCaptureInfo)
+  bool capture_owns_graph = true;      // false: cuStreamBeginCaptureToGraph, the graph is the caller's
+  std::mutex attributes_mu;
+  LaunchAttributes attributes;  // cuStreamSetAttribute (under attributes_mu)
   // Host functions queued on this stream that have not run yet: synchronisation waits for them.
   std::atomic<int> pending_host_calls{0};
   // Held by a stream memory operation (a wait not yet satisfied, or a write not yet due): later
@@ -137,15 +158,41 @@ struct KernelLaunch {
 };
 
 struct GraphNode {
-  enum class Type : uint8_t { kKernel, kMemAlloc, kMemFree, kEmpty, kChildGraph } type = Type::kEmpty;
+  enum class Type : uint8_t {
+    kKernel, kMemAlloc, kMemFree, kEmpty, kChildGraph, kMemset, kMemcpy, kHost, kEventRecord, kEventWait,
+    kExtSemSignal, kExtSemWait, kBatchMemOp,
+  } type = Type::kEmpty;
+  // Process-unique, never reused: how an executable graph names the node it was made from, and
+  // how a clone names its original (cuGraphNodeFindInClone).
+  uint64_t serial = 0;
+  uint64_t clone_of = 0;     // serial of the node this one is a copy of (0: none)
+  Graph* owner = nullptr;
+  // Incoming edges: the nodes this one depends on, with each edge's data.
+  std::vector<GraphNode*> deps;
+  std::vector<CUgraphEdgeData> dep_edges;
   KernelLaunch kernel;
+  CUDA_KERNEL_NODE_PARAMS kernel_params{};  // kKernel: as given (cuGraphKernelNodeGetParams)
+  LaunchAttributes attributes;               // kKernel
   int device = 0;
   uint64_t bytes = 0;         // kMemAlloc: requested size
   CUdeviceptr dptr = 0;       // kMemAlloc: address handed out; kMemFree: address freed
   CUmemPoolProps pool_props{};             // kMemAlloc: as created (cuGraphMemAllocNodeGetParams)
   std::vector<CUmemAccessDesc> access;     // kMemAlloc: peer access descriptors
   Graph* child = nullptr;     // kChildGraph: the embedded graph, owned by this node
+  CUDA_MEMSET_NODE_PARAMS memset{};        // kMemset
+  CUDA_MEMCPY3D memcpy{};                  // kMemcpy
+  CUcontext ctx = nullptr;                 // kMemset, kMemcpy, kBatchMemOp: the context given
+  CUDA_HOST_NODE_PARAMS host{};            // kHost
+  CUevent event = nullptr;                 // kEventRecord, kEventWait
+  // kExtSemSignal / kExtSemWait: the semaphores and their parameters (one of the two lists).
+  std::vector<CUexternalSemaphore> semaphores;
+  std::vector<CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS> signal_params;
+  std::vector<CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS> wait_params;
+  std::vector<CUstreamBatchMemOpParams> memops;  // kBatchMemOp
+  unsigned memop_flags = 0;
 };
+
+struct UserObject;
 
 // A graph's destructor (api_graph.cc) also destroys its child graphs, erases its nodes' and
 // child graphs' handles and unmaps the address ranges of its allocation nodes.
@@ -164,11 +211,40 @@ struct Graph {
   bool moved = false;  // embedded with CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE
   // The live executable graph of a graph with memory nodes (the driver allows one at a time).
   GraphExec* memory_exec = nullptr;
+  bool capturing = false;  // a stream captures into it
+  // While a stream captures into this graph: the nodes the next captured node depends on.
+  std::vector<GraphNode*> capture_deps;
+  std::vector<CUgraphEdgeData> capture_edges;
+  // User objects the graph holds references to (cuGraphRetainUserObject), with their counts.
+  std::vector<std::pair<UserObject*, unsigned>> user_objects;
+};
+
+// One node of an executable graph: a copy of its graph node (edges dropped), child graphs
+// flattened, in a topological order of the graph.
+struct ExecStep {
+  GraphNode node;
+  bool enabled = true;          // cuGraphNodeSetEnabled
+  uint64_t child_origin = 0;    // serial of the child graph node it came from (0: top level)
+  const GraphNode* origin = nullptr;  // the graph node copied: valid only while flattening
 };
 
 struct GraphExec {
   Context* ctx = nullptr;
-  std::vector<KernelLaunch> kernels;  // every kernel node, child graphs flattened, in order
+  unsigned long long flags = 0;  // as instantiated (cuGraphExecGetFlags)
+  std::vector<ExecStep> steps;
+  // The top-level graph's nodes by serial, in the graph's order, and their edges as (from, to)
+  // serial pairs: what cuGraphExecUpdate compares a new graph with.
+  std::vector<uint64_t> top_nodes;
+  std::vector<GraphNode::Type> top_types;
+  std::vector<std::pair<uint64_t, uint64_t>> top_edges;
+  // Steps [begin, end) of each child graph node, by its serial (cuGraphExecChildGraphNodeSetParams).
+  struct ChildRange {
+    uint64_t serial = 0;
+    size_t begin = 0, end = 0;
+  };
+  std::vector<ChildRange> child_ranges;
+  // User objects the executable graph holds (those of its graph at instantiation).
+  std::vector<std::pair<UserObject*, unsigned>> user_objects;
   // Graph memory, per device: charged on first launch, kept until trim or destroy (as the
   // driver's graph memory pool keeps it).
   struct Portion {

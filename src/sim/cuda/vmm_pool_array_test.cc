@@ -470,13 +470,16 @@ TEST(SimArray, ChargesDescriptorsAndBadHandles) {
               CUDA_ARRAY3D_DESCRIPTOR_v1 legacy{};
               FGPU_REQUIRE_CU(cuArray3DGetDescriptor(&legacy, volume), CUDA_SUCCESS);
               FGPU_REQUIRE(legacy.Depth == 64 && legacy.NumChannels == 4);
-              CUDA_MEMCPY2D copy{};  // arrays hold no data in the simulator
+              CUDA_MEMCPY2D copy{};  // arrays hold data (array_copy_test.cc has the rest)
+              float texel = 1.0f;
               copy.srcMemoryType = CU_MEMORYTYPE_ARRAY;
               copy.srcArray = array;
               copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+              copy.dstHost = &texel;
               copy.WidthInBytes = 4;
               copy.Height = 1;
-              FGPU_REQUIRE_CU(cuMemcpy2D_v2(&copy), CUDA_ERROR_NOT_SUPPORTED);
+              FGPU_REQUIRE_CU(cuMemcpy2D_v2(&copy), CUDA_SUCCESS);
+              FGPU_REQUIRE(texel == 0.0f);  // untouched texels read as zero
               for (CUarray a : {array, volume}) FGPU_REQUIRE_CU(cuArrayDestroy(a), CUDA_SUCCESS);
               FGPU_REQUIRE_CU(cuArrayDestroy(array), CUDA_ERROR_INVALID_HANDLE);
               FGPU_REQUIRE_CU(cuArrayGetDescriptor_v2(&seen, array), CUDA_ERROR_INVALID_HANDLE);
