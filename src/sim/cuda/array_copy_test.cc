@@ -2,8 +2,10 @@
 // real data, 2D and 3D copies move it between every kind of memory, and the documented
 // validation refuses what does not fit. Each test runs in a forked child.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <algorithm>
 #include <cstdint>
@@ -575,6 +577,43 @@ TEST(SimArrayCopy, MipmapLevelsHoldTheirOwnData) {
               FGPU_REQUIRE_CU(cuMemcpyAtoH_v2(back.data(), one, 0, b.size()), CUDA_SUCCESS);
               FGPU_REQUIRE(back == b);
               FGPU_REQUIRE_CU(cuMipmappedArrayDestroy(mipmap), CUDA_SUCCESS);
+              return std::string();
+            }),
+            "");
+}
+
+TEST(SimArrayCopy, LargeArraysCostHostMemoryOnlyWhereWritten) {
+  EXPECT_EQ(RunArrayCopy([] {
+              PrimaryContext ctx;
+              FGPU_REQUIRE(ctx.ok());
+              auto resident_bytes = [] {
+                std::ifstream statm("/proc/self/statm");
+                uint64_t size = 0, resident = 0;
+                statm >> size >> resident;
+                return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+              };
+              const uint64_t start = FreeBytes();
+              const uint64_t resident_before = resident_bytes();
+              CUDA_ARRAY3D_DESCRIPTOR desc{16384, 16384, 0, CU_AD_FORMAT_FLOAT, 4, 0};  // 4 GiB of texels
+              CUarray big = nullptr;
+              FGPU_REQUIRE_CU(cuArray3DCreate_v2(&big, &desc), CUDA_SUCCESS);
+              FGPU_REQUIRE(FreeBytes() == start - 4 * kGiB);
+              const std::vector<uint8_t> row = Pattern(16384 * 16, 8);
+              CUDA_MEMCPY2D in{};
+              in.srcMemoryType = CU_MEMORYTYPE_HOST;
+              in.srcHost = row.data();
+              in.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+              in.dstArray = big;
+              in.dstY = 16383;  // the last row
+              in.WidthInBytes = row.size();
+              in.Height = 1;
+              FGPU_REQUIRE_CU(cuMemcpy2D_v2(&in), CUDA_SUCCESS);
+              std::vector<uint8_t> back(16);
+              FGPU_REQUIRE_CU(cuMemcpyAtoH_v2(back.data(), big, 16383ull * row.size() + 16, 16), CUDA_SUCCESS);
+              FGPU_REQUIRE(std::memcmp(back.data(), &row[16], 16) == 0);
+              FGPU_REQUIRE(resident_bytes() < resident_before + 64 * kMiB);
+              FGPU_REQUIRE_CU(cuArrayDestroy(big), CUDA_SUCCESS);
+              FGPU_REQUIRE(FreeBytes() == start);
               return std::string();
             }),
             "");
