@@ -127,8 +127,11 @@ CUresult CheckDescriptor(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t* element) {
   *element = ElementBytes(d.Format, d.NumChannels, &rc);
   if (rc != CUDA_SUCCESS) return rc;
   if (d.Width == 0 || (d.Flags & ~kKnownFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
-  // Sparse arrays are not modelled: the simulated device reports SPARSE_CUDA_ARRAY_SUPPORTED 0.
-  if ((d.Flags & CUDA_ARRAY3D_SPARSE) != 0) return CUDA_ERROR_NOT_SUPPORTED;
+  // Sparse: 2D, 2D layered or 3D arrays only, and either sparse or deferred, not both.
+  if ((d.Flags & CUDA_ARRAY3D_SPARSE) != 0 &&
+      (d.Height == 0 || (d.Flags & (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_DEFERRED_MAPPING)) != 0)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   if (d.Format == CU_AD_FORMAT_NV12) {  // 2D only, 4:2:0 so even extents; surfaces and video may use it
     constexpr unsigned kPlanarFlags = CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_VIDEO_ENCODE_DECODE;
     const bool ok = d.Height > 0 && d.Depth == 0 && d.Width % 2 == 0 && d.Height % 2 == 0 &&
@@ -168,6 +171,9 @@ ArrayView ViewOf(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t element, int device)
 }
 
 bool Deferred(const CUDA_ARRAY3D_DESCRIPTOR& d) { return (d.Flags & CUDA_ARRAY3D_DEFERRED_MAPPING) != 0; }
+bool Sparse(const CUDA_ARRAY3D_DESCRIPTOR& d) { return (d.Flags & CUDA_ARRAY3D_SPARSE) != 0; }
+// Sparse and deferred-mapping arrays take their device memory from VMM handles, charged there.
+bool ChargedAtCreation(const CUDA_ARRAY3D_DESCRIPTOR& d) { return !Deferred(d) && !Sparse(d); }
 
 // The two planes of an NV12 array, over its storage: Y (Width x Height, one byte) and UV
 // (Width/2 x Height/2, two bytes).
@@ -229,7 +235,7 @@ CUresult CreateArray(CUarray* handle, const CUDA_ARRAY3D_DESCRIPTOR* desc) {
     PlaceArrayData(array.get(), array->backing.data());
   }
   std::lock_guard lock(Arrays().mu);
-  if (!Deferred(*desc)) {
+  if (ChargedAtCreation(*desc)) {
     if (CUresult rc = Charge(ctx, array->view.Bytes(), &array->charged); rc != CUDA_SUCCESS) return rc;
   }
   ArrayObject* raw = array.get();
@@ -282,7 +288,7 @@ CUresult CreateMipmapped(CUmipmappedArray* handle, const CUDA_ARRAY3D_DESCRIPTOR
     mipmap->levels.push_back(std::move(array));
   }
   std::lock_guard lock(Arrays().mu);
-  if (!Deferred(*desc)) {
+  if (ChargedAtCreation(*desc)) {
     if (CUresult rc = Charge(ctx, total, &mipmap->charged); rc != CUDA_SUCCESS) return rc;
   }
   MipmappedArrayObject* raw = mipmap.get();
@@ -512,24 +518,101 @@ CUresult GetPlane(CUarray* plane, CUarray handle, unsigned index) {
   return CUDA_SUCCESS;
 }
 
-// No array can be sparse here (creation refuses CUDA_ARRAY3D_SPARSE: the simulated device
-// reports no sparse support), so every live handle gets the documented "not sparse" error.
+// Sparse tiles are 64 KiB; their shape follows the element size (the standard tile shapes).
+constexpr uint64_t kSparseTileBytes = 64 * 1024;
+
+struct TileExtent {
+  uint64_t width, height, depth;
+};
+
+TileExtent TileOf(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t element) {
+  const bool volume = d.Depth > 0 && (d.Flags & CUDA_ARRAY3D_LAYERED) == 0;
+  if (volume) {
+    switch (element) {
+      case 1: return {64, 32, 32};
+      case 2: return {32, 32, 32};
+      case 4: return {32, 32, 16};
+      case 8: return {32, 16, 16};
+      default: return {16, 16, 16};
+    }
+  }
+  switch (element) {
+    case 1: return {256, 256, 1};
+    case 2: return {256, 128, 1};
+    case 4: return {128, 128, 1};
+    case 8: return {128, 64, 1};
+    default: return {64, 64, 1};
+  }
+}
+
+bool Layered(const CUDA_ARRAY3D_DESCRIPTOR& d) { return (d.Flags & CUDA_ARRAY3D_LAYERED) != 0; }
+
+// A level is in the mip tail when it is smaller than a tile in any dimension.
+bool InMipTail(const ArrayObject& level, const TileExtent& tile) {
+  const bool volume = level.desc.Depth > 0 && !Layered(level.desc);
+  return level.desc.Width < tile.width || level.desc.Height < tile.height || (volume && level.desc.Depth < tile.depth);
+}
+
+// Bytes of one layer of a level (all of it for a non-layered level).
+uint64_t LayerBytes(const ArrayObject& level) {
+  return Layered(level.desc) ? level.view.RowBytes() * level.view.height : level.view.Bytes();
+}
+
+void FillTile(CUDA_ARRAY_SPARSE_PROPERTIES* out, const TileExtent& tile) {
+  *out = CUDA_ARRAY_SPARSE_PROPERTIES{};
+  out->tileExtent.width = static_cast<unsigned>(tile.width);
+  out->tileExtent.height = static_cast<unsigned>(tile.height);
+  out->tileExtent.depth = static_cast<unsigned>(tile.depth);
+}
+
+uint64_t RoundUpToTile(uint64_t bytes) { return (bytes + kSparseTileBytes - 1) / kSparseTileBytes * kSparseTileBytes; }
+
+// A sparse array is all mip tail when it is smaller than one tile; then the tail is the whole array.
 CUresult GetArraySparse(CUDA_ARRAY_SPARSE_PROPERTIES* out, CUarray handle) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(Arrays().mu);
-  if (LookupArray(handle) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_ERROR_INVALID_VALUE;
+  const ArrayObject* array = LookupArray(handle);
+  if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (!Sparse(array->desc) || array->is_level || array->is_plane) return CUDA_ERROR_INVALID_VALUE;
+  const TileExtent tile = TileOf(array->desc, array->view.element);
+  FillTile(out, tile);
+  if (InMipTail(*array, tile)) {
+    out->flags = CU_ARRAY_SPARSE_PROPERTIES_SINGLE_MIPTAIL;
+    out->miptailSize = RoundUpToTile(array->view.Bytes());
+  }
+  return CUDA_SUCCESS;
+}
+
+// Index of the first level in the mip tail; levels.size() when there is none.
+size_t FirstTailLevel(const MipmappedArrayObject& mipmap, const TileExtent& tile) {
+  for (size_t level = 0; level < mipmap.levels.size(); ++level) {
+    if (InMipTail(*mipmap.levels[level], tile)) return level;
+  }
+  return mipmap.levels.size();
+}
+
+// The mip tail's size: per layer for layered mipmaps (no single mip tail), the whole tail otherwise.
+uint64_t MipTailBytes(const MipmappedArrayObject& mipmap, const TileExtent& tile) {
+  uint64_t bytes = 0;
+  for (size_t level = FirstTailLevel(mipmap, tile); level < mipmap.levels.size(); ++level) {
+    bytes += LayerBytes(*mipmap.levels[level]);
+  }
+  return bytes == 0 ? 0 : RoundUpToTile(bytes);
 }
 
 CUresult GetMipmapSparse(CUDA_ARRAY_SPARSE_PROPERTIES* out, CUmipmappedArray handle) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(Arrays().mu);
-  if (HandleRegistry::Get().Lookup<MipmappedArrayObject>(handle, Kind::kMipmappedArray) == nullptr) {
-    return CUDA_ERROR_INVALID_HANDLE;
-  }
-  return CUDA_ERROR_INVALID_VALUE;
+  const auto* mipmap = HandleRegistry::Get().Lookup<MipmappedArrayObject>(handle, Kind::kMipmappedArray);
+  if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (!Sparse(mipmap->desc)) return CUDA_ERROR_INVALID_VALUE;
+  const TileExtent tile = TileOf(mipmap->desc, mipmap->levels[0]->view.element);
+  FillTile(out, tile);
+  out->miptailSize = MipTailBytes(*mipmap, tile);
+  if (out->miptailSize != 0) out->miptailFirstLevel = static_cast<unsigned>(FirstTailLevel(*mipmap, tile));
+  return CUDA_SUCCESS;
 }
 
 void FillRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* out, uint64_t bytes) {
@@ -569,9 +652,72 @@ void PlaceLevels(MipmappedArrayObject* mipmap, std::byte* data) {
   }
 }
 
-// One entry of cuMemMapArrayAsync on a deferred-mapping array or mipmapped array (the only kind
-// the simulator has: sparse arrays are not created). The subresource fields are ignored, as
-// documented for deferred mapping. Caller holds Arrays().mu.
+// Whether [offset, offset + extent) of a level `size` long is whole tiles (the last one may end
+// at the level's edge).
+bool TileAligned(uint64_t offset, uint64_t extent, uint64_t size, uint64_t tile) {
+  return extent != 0 && offset % tile == 0 && offset <= size && extent <= size - offset &&
+         (extent % tile == 0 || offset + extent == size);
+}
+
+uint64_t TilesAcross(uint64_t extent, uint64_t tile) { return (extent + tile - 1) / tile; }
+
+// The bytes of tile-pool memory one sparse entry covers, or 0 when the entry is invalid.
+uint64_t SparseEntryBytes(const CUarrayMapInfo& info, const ArrayObject* array, const MipmappedArrayObject* mipmap) {
+  const CUDA_ARRAY3D_DESCRIPTOR& d = array != nullptr ? array->desc : mipmap->desc;
+  const uint64_t element = array != nullptr ? array->view.element : mipmap->levels[0]->view.element;
+  const TileExtent tile = TileOf(d, element);
+  const uint64_t layers = Layered(d) ? d.Depth : 1;
+  if (info.subresourceType == CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL) {
+    const auto& tail = info.subresource.miptail;
+    const uint64_t tail_bytes = array != nullptr ? (InMipTail(*array, tile) ? RoundUpToTile(array->view.Bytes()) : 0)
+                                                 : MipTailBytes(*mipmap, tile);
+    const bool per_layer = mipmap != nullptr && Layered(d);
+    if (tail.layer >= (per_layer ? layers : 1) || tail.size == 0 || tail.offset % kSparseTileBytes != 0 ||
+        tail.size % kSparseTileBytes != 0 || tail.offset > tail_bytes || tail.size > tail_bytes - tail.offset) {
+      return 0;
+    }
+    return tail.size;
+  }
+  if (info.subresourceType != CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL) return 0;
+  const auto& part = info.subresource.sparseLevel;
+  const ArrayObject* level = array;
+  if (mipmap != nullptr) {
+    if (part.level >= FirstTailLevel(*mipmap, tile)) return 0;  // a valid level, not in the mip tail
+    level = mipmap->levels[part.level].get();
+  } else if (part.level != 0 || InMipTail(*array, tile)) {
+    return 0;
+  }
+  const bool volume = d.Depth > 0 && !Layered(d);
+  if (part.layer >= layers) return 0;
+  if (!volume && (part.offsetZ != 0 || part.extentDepth != 1)) return 0;
+  const uint64_t depth = volume ? level->desc.Depth : 1;
+  if (!TileAligned(part.offsetX, part.extentWidth, level->desc.Width, tile.width) ||
+      !TileAligned(part.offsetY, part.extentHeight, level->desc.Height, tile.height) ||
+      !TileAligned(part.offsetZ, part.extentDepth, depth, tile.depth)) {
+    return 0;
+  }
+  return TilesAcross(part.extentWidth, tile.width) * TilesAcross(part.extentHeight, tile.height) *
+         TilesAcross(part.extentDepth, tile.depth) * kSparseTileBytes;
+}
+
+// A sparse entry is validated in full (subresource, tile alignment, the tile pool range on the
+// stream's device); the texels themselves stay in the array's own storage (docs).
+CUresult MapSparse(const CUarrayMapInfo& info, const ArrayObject* array, const MipmappedArrayObject* mipmap,
+                   int stream_device) {
+  const uint64_t bytes = SparseEntryBytes(info, array, mipmap);
+  if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (info.memOperationType == CU_MEM_OPERATION_TYPE_UNMAP) {
+    return info.memHandle.memHandle == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
+  if (info.memOperationType != CU_MEM_OPERATION_TYPE_MAP || info.memHandleType != CU_MEM_HANDLE_TYPE_GENERIC ||
+      info.offset % kSparseTileBytes != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CheckPhysicalRange(info.memHandle.memHandle, info.offset, bytes, stream_device);
+}
+
+// One entry of cuMemMapArrayAsync on a deferred-mapping or sparse array or mipmapped array. For
+// deferred mapping the subresource fields are ignored, as documented. Caller holds Arrays().mu.
 CUresult MapOne(const CUarrayMapInfo& info, int stream_device) {
   if (info.flags != 0 || info.reserved[0] != 0 || info.reserved[1] != 0) return CUDA_ERROR_INVALID_VALUE;
   if (info.deviceBitMask != (1u << stream_device)) return CUDA_ERROR_INVALID_VALUE;  // exactly the stream's device
@@ -582,13 +728,15 @@ CUresult MapOne(const CUarrayMapInfo& info, int stream_device) {
   if (info.resourceType == CU_RESOURCE_TYPE_ARRAY) {
     array = LookupArray(info.resource.array);
     if (array == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (!Deferred(array->desc) || array->is_level || array->is_plane) return CUDA_ERROR_INVALID_VALUE;
+    if (!(Deferred(array->desc) || Sparse(array->desc)) || array->is_level || array->is_plane) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
     mapping = &array->mapping;
     bytes = RoundUpToMapAlignment(array->view.Bytes());
   } else if (info.resourceType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) {
     mipmap = HandleRegistry::Get().Lookup<MipmappedArrayObject>(info.resource.mipmap, Kind::kMipmappedArray);
     if (mipmap == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (!Deferred(mipmap->desc)) return CUDA_ERROR_INVALID_VALUE;
+    if (!(Deferred(mipmap->desc) || Sparse(mipmap->desc))) return CUDA_ERROR_INVALID_VALUE;
     mapping = &mipmap->mapping;
     bytes = RoundUpToMapAlignment(MipmapBytes(*mipmap));
   } else {
@@ -596,6 +744,7 @@ CUresult MapOne(const CUarrayMapInfo& info, int stream_device) {
   }
   const int array_device = array != nullptr ? array->device : mipmap->device;
   if (array_device != stream_device) return CUDA_ERROR_INVALID_VALUE;
+  if (Sparse(array != nullptr ? array->desc : mipmap->desc)) return MapSparse(info, array, mipmap, stream_device);
   auto place = [&](std::byte* data) {
     if (array != nullptr) PlaceArrayData(array, data);
     if (mipmap != nullptr) PlaceLevels(mipmap, data);

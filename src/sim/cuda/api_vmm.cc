@@ -383,6 +383,15 @@ CUresult MapPhysicalIntoArray(CUmemGenericAllocationHandle handle, uint64_t offs
   return CUDA_SUCCESS;
 }
 
+CUresult CheckPhysicalRange(CUmemGenericAllocationHandle handle, uint64_t offset, uint64_t bytes, int device) {
+  std::lock_guard lock(Vmm().mu);
+  const PhysicalMemory* p = LiveHandle(handle);
+  if (p == nullptr || p->device != device || offset > p->size || bytes > p->size - offset) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
 void UnmapPhysicalFromArray(CUmemGenericAllocationHandle handle, void* data, uint64_t bytes) {
   std::lock_guard lock(Vmm().mu);
   munmap(data, bytes);

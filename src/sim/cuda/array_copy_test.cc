@@ -2,8 +2,10 @@
 // real data, 2D and 3D copies move it between every kind of memory, and the documented
 // validation refuses what does not fit. Each test runs in a forked child.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <algorithm>
 #include <cstdint>
@@ -510,7 +512,7 @@ TEST(SimArrayCopy, DeferredMappingArraysLiveInVmmMemory) {
               FGPU_REQUIRE_CU(cuMemMapArrayAsync_ptsz(&unmap, 1, stream), CUDA_SUCCESS);
               FGPU_REQUIRE(FreeBytes() == start);
               FGPU_REQUIRE_CU(cuMemcpyAtoH_v2(back.data(), array, 0, 64), CUDA_ERROR_INVALID_VALUE);
-              // Plain arrays have no requirements; sparse arrays are not simulated.
+              // Plain arrays have no requirements and no sparse properties.
               CUDA_ARRAY3D_DESCRIPTOR plain_desc{64, 64, 0, CU_AD_FORMAT_FLOAT, 1, 0};
               CUarray plain = nullptr;
               FGPU_REQUIRE_CU(cuArray3DCreate_v2(&plain, &plain_desc), CUDA_SUCCESS);
@@ -520,9 +522,6 @@ TEST(SimArrayCopy, DeferredMappingArraysLiveInVmmMemory) {
               FGPU_REQUIRE_CU(cuArrayGetSparseProperties(&sparse, plain), CUDA_ERROR_INVALID_VALUE);
               FGPU_REQUIRE_CU(cuArrayGetSparseProperties(&sparse, reinterpret_cast<CUarray>(0x5)),
                               CUDA_ERROR_INVALID_HANDLE);
-              plain_desc.Flags = CUDA_ARRAY3D_SPARSE;
-              CUarray sparse_array = nullptr;
-              FGPU_REQUIRE_CU(cuArray3DCreate_v2(&sparse_array, &plain_desc), CUDA_ERROR_NOT_SUPPORTED);
               // A deferred-mapping mipmap: its levels lie one after another in the mapped memory.
               CUDA_ARRAY3D_DESCRIPTOR mip_desc{64, 64, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, CUDA_ARRAY3D_DEFERRED_MAPPING};
               CUmipmappedArray mipmap = nullptr;
@@ -575,6 +574,146 @@ TEST(SimArrayCopy, MipmapLevelsHoldTheirOwnData) {
               FGPU_REQUIRE_CU(cuMemcpyAtoH_v2(back.data(), one, 0, b.size()), CUDA_SUCCESS);
               FGPU_REQUIRE(back == b);
               FGPU_REQUIRE_CU(cuMipmappedArrayDestroy(mipmap), CUDA_SUCCESS);
+              return std::string();
+            }),
+            "");
+}
+
+TEST(SimArrayCopy, LargeArraysCostHostMemoryOnlyWhereWritten) {
+  EXPECT_EQ(RunArrayCopy([] {
+              PrimaryContext ctx;
+              FGPU_REQUIRE(ctx.ok());
+              auto resident_bytes = [] {
+                std::ifstream statm("/proc/self/statm");
+                uint64_t size = 0, resident = 0;
+                statm >> size >> resident;
+                return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+              };
+              const uint64_t start = FreeBytes();
+              const uint64_t resident_before = resident_bytes();
+              CUDA_ARRAY3D_DESCRIPTOR desc{16384, 16384, 0, CU_AD_FORMAT_FLOAT, 4, 0};  // 4 GiB of texels
+              CUarray big = nullptr;
+              FGPU_REQUIRE_CU(cuArray3DCreate_v2(&big, &desc), CUDA_SUCCESS);
+              FGPU_REQUIRE(FreeBytes() == start - 4 * kGiB);
+              const std::vector<uint8_t> row = Pattern(16384 * 16, 8);
+              CUDA_MEMCPY2D in{};
+              in.srcMemoryType = CU_MEMORYTYPE_HOST;
+              in.srcHost = row.data();
+              in.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+              in.dstArray = big;
+              in.dstY = 16383;  // the last row
+              in.WidthInBytes = row.size();
+              in.Height = 1;
+              FGPU_REQUIRE_CU(cuMemcpy2D_v2(&in), CUDA_SUCCESS);
+              std::vector<uint8_t> back(16);
+              FGPU_REQUIRE_CU(cuMemcpyAtoH_v2(back.data(), big, 16383ull * row.size() + 16, 16), CUDA_SUCCESS);
+              FGPU_REQUIRE(std::memcmp(back.data(), &row[16], 16) == 0);
+              FGPU_REQUIRE(resident_bytes() < resident_before + 64 * kMiB);
+              FGPU_REQUIRE_CU(cuArrayDestroy(big), CUDA_SUCCESS);
+              FGPU_REQUIRE(FreeBytes() == start);
+              return std::string();
+            }),
+            "");
+}
+
+TEST(SimArrayCopy, SparseArraysReportTilesAndMapWholeTiles) {
+  EXPECT_EQ(RunArrayCopy([] {
+              PrimaryContext ctx;
+              FGPU_REQUIRE(ctx.ok());
+              int supported = 0;
+              FGPU_REQUIRE_CU(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED, 0),
+                              CUDA_SUCCESS);
+              FGPU_REQUIRE(supported == 1);
+              const uint64_t start = FreeBytes();
+              CUDA_ARRAY3D_DESCRIPTOR desc{1000, 300, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SPARSE};
+              CUarray array = nullptr;
+              FGPU_REQUIRE_CU(cuArray3DCreate_v2(&array, &desc), CUDA_SUCCESS);
+              FGPU_REQUIRE(FreeBytes() == start);  // its memory comes from tile pools
+              CUDA_ARRAY_SPARSE_PROPERTIES props{};
+              FGPU_REQUIRE_CU(cuArrayGetSparseProperties(&props, array), CUDA_SUCCESS);
+              FGPU_REQUIRE(props.tileExtent.width == 128 && props.tileExtent.height == 128 &&
+                           props.tileExtent.depth == 1 && props.miptailSize == 0 && props.flags == 0);
+              CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+              FGPU_REQUIRE_CU(cuArrayGetMemoryRequirements(&req, array, 0), CUDA_ERROR_INVALID_VALUE);
+              // Texels still copy in and out (the simulator keeps them in the array's own storage).
+              const std::vector<uint8_t> texels = Pattern(64, 3);
+              std::vector<uint8_t> back(64);
+              FGPU_REQUIRE_CU(cuMemcpyHtoA_v2(array, 4000, texels.data(), 64), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemcpyAtoH_v2(back.data(), array, 4000, 64), CUDA_SUCCESS);
+              FGPU_REQUIRE(back == texels);
+              CUmemAllocationProp prop{};
+              prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+              prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+              prop.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL;
+              CUmemGenericAllocationHandle pool = 0;
+              FGPU_REQUIRE_CU(cuMemCreate(&pool, 2 * kMiB, &prop, 0), CUDA_SUCCESS);
+              CUstream stream = nullptr;
+              FGPU_REQUIRE_CU(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
+              CUarrayMapInfo info{};
+              info.resourceType = CU_RESOURCE_TYPE_ARRAY;
+              info.resource.array = array;
+              info.subresourceType = CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL;
+              info.subresource.sparseLevel.offsetX = 896;   // the last column of tiles, ending at the edge
+              info.subresource.sparseLevel.extentWidth = 104;
+              info.subresource.sparseLevel.extentHeight = 256;  // two rows of tiles
+              info.subresource.sparseLevel.extentDepth = 1;
+              info.memOperationType = CU_MEM_OPERATION_TYPE_MAP;
+              info.memHandleType = CU_MEM_HANDLE_TYPE_GENERIC;
+              info.memHandle.memHandle = pool;
+              info.offset = 2 * kMiB - 128 * 1024;  // two 64 KiB tiles: the last two of the pool
+              info.deviceBitMask = 1;
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&info, 1, stream), CUDA_SUCCESS);
+              CUarrayMapInfo bad = info;
+              bad.offset += 64 * 1024;  // the second tile would not fit
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&bad, 1, stream), CUDA_ERROR_INVALID_VALUE);
+              bad = info;
+              bad.subresource.sparseLevel.offsetX = 64;  // not a tile boundary
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&bad, 1, stream), CUDA_ERROR_INVALID_VALUE);
+              bad = info;
+              bad.subresource.sparseLevel.extentHeight = 100;  // neither whole tiles nor the edge
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&bad, 1, stream), CUDA_ERROR_INVALID_VALUE);
+              bad = info;
+              bad.subresource.sparseLevel.extentDepth = 2;  // 2D: depth 1
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&bad, 1, stream), CUDA_ERROR_INVALID_VALUE);
+              bad = info;
+              bad.subresourceType = CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL;  // this array has none
+              bad.subresource.miptail.size = 64 * 1024;
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&bad, 1, stream), CUDA_ERROR_INVALID_VALUE);
+              CUarrayMapInfo unmap = info;
+              unmap.memOperationType = CU_MEM_OPERATION_TYPE_UNMAP;
+              unmap.memHandle.memHandle = 0;
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&unmap, 1, stream), CUDA_SUCCESS);
+              // A sparse 3D mipmap: 3D tiles, and a mip tail from the first level smaller than one.
+              CUDA_ARRAY3D_DESCRIPTOR volume{64, 64, 64, CU_AD_FORMAT_UNSIGNED_INT8, 1, CUDA_ARRAY3D_SPARSE};
+              CUmipmappedArray mipmap = nullptr;
+              FGPU_REQUIRE_CU(cuMipmappedArrayCreate(&mipmap, &volume, 4), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMipmappedArrayGetSparseProperties(&props, mipmap), CUDA_SUCCESS);
+              // Tiles of 64x32x32 bytes; level 1 (32^3) is narrower than a tile: the tail is levels 1..3.
+              FGPU_REQUIRE(props.tileExtent.width == 64 && props.tileExtent.height == 32 &&
+                           props.tileExtent.depth == 32 && props.miptailFirstLevel == 1 &&
+                           props.miptailSize == 64 * 1024);
+              CUarrayMapInfo tail = info;
+              tail.resourceType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+              tail.resource.mipmap = mipmap;
+              tail.subresourceType = CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL;
+              tail.subresource.miptail = {0, 0, 64 * 1024};
+              tail.offset = 0;
+              FGPU_REQUIRE_CU(cuMemMapArrayAsync(&tail, 1, stream), CUDA_SUCCESS);
+              // Invalid descriptors: 1D, cubemap, sparse and deferred at once.
+              CUDA_ARRAY3D_DESCRIPTOR one_d{64, 0, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SPARSE};
+              CUarray refused = nullptr;
+              FGPU_REQUIRE_CU(cuArray3DCreate_v2(&refused, &one_d), CUDA_ERROR_INVALID_VALUE);
+              CUDA_ARRAY3D_DESCRIPTOR both{64, 64, 0, CU_AD_FORMAT_FLOAT, 1,
+                                           CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING};
+              FGPU_REQUIRE_CU(cuArray3DCreate_v2(&refused, &both), CUDA_ERROR_INVALID_VALUE);
+              CUarray level = nullptr;
+              FGPU_REQUIRE_CU(cuMipmappedArrayGetLevel(&level, mipmap, 0), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuArrayGetSparseProperties(&props, level), CUDA_ERROR_INVALID_VALUE);  // use the mipmap
+              FGPU_REQUIRE_CU(cuMipmappedArrayDestroy(mipmap), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuArrayDestroy(array), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuMemRelease(pool), CUDA_SUCCESS);
+              FGPU_REQUIRE_CU(cuStreamDestroy_v2(stream), CUDA_SUCCESS);
+              FGPU_REQUIRE(FreeBytes() == start);
               return std::string();
             }),
             "");

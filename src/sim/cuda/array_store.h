@@ -39,4 +39,8 @@ CUresult MapPhysicalIntoArray(CUmemGenericAllocationHandle handle, uint64_t offs
                               std::byte** data);
 void UnmapPhysicalFromArray(CUmemGenericAllocationHandle handle, void* data, uint64_t bytes);
 
+// Sparse arrays: whether `bytes` from `offset` lie inside a live VMM handle on `device`
+// (CUDA_ERROR_INVALID_VALUE otherwise). Nothing is mapped.
+CUresult CheckPhysicalRange(CUmemGenericAllocationHandle handle, uint64_t offset, uint64_t bytes, int device);
+
 }  // namespace fgpu::sim::cuda

@@ -36,7 +36,8 @@ CUresult DeviceAttribute(const DeviceSpec& spec, int device, CUdevice_attribute 
     case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: v = 64 * 1024; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
     case CU_DEVICE_ATTRIBUTE_MAX_PITCH: v = 2147483647; break;
-    // Deferred-mapping arrays are modelled (api_array.cc); sparse arrays are not, so that one stays 0.
+    // Sparse and deferred-mapping arrays are modelled (api_array.cc, docs/sim-entry-points.md).
+    case CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED: v = 1; break;
     case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: v = 1; break;
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: v = 65536; break;
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = 1'980'000; break;
