@@ -65,14 +65,14 @@ CUresult WithTexRef(CUtexref handle, Body&& body) {
 }
 
 // The device of the calling thread's context, which binding checks memory against.
-CUresult CurrentDevice(int* device) {
+CUresult TexRefDevice(int* device) {
   Context* ctx = nullptr;
   if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   *device = ctx->device;
   return CUDA_SUCCESS;
 }
 
-bool IsMode(const void* value, int highest) {
+bool IsTexRefMode(const void* value, int highest) {
   int v = 0;
   std::memcpy(&v, value, sizeof v);  // a C caller may pass any int
   return v >= 0 && v <= highest;
@@ -81,7 +81,7 @@ bool IsMode(const void* value, int highest) {
 CUresult BindLinear(size_t* byte_offset, CUtexref handle, CUdeviceptr dptr, size_t bytes) {
   int device = 0;
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = CurrentDevice(&device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = TexRefDevice(&device); rc != CUDA_SUCCESS) return rc;
   const auto alignment = static_cast<uint64_t>(TextureAttribute(device, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT));
   return WithTexRef(handle, [&](TexRef& ref) {
     // The hardware fetches from an aligned base: the offset of dptr past it goes back to the caller.
@@ -99,7 +99,7 @@ CUresult BindLinear(size_t* byte_offset, CUtexref handle, CUdeviceptr dptr, size
 CUresult BindPitch2D(CUtexref handle, const CUDA_ARRAY_DESCRIPTOR* desc, CUdeviceptr dptr, size_t pitch) {
   int device = 0;
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = CurrentDevice(&device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = TexRefDevice(&device); rc != CUDA_SUCCESS) return rc;
   if (desc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return WithTexRef(handle, [&](TexRef& ref) {
     const CUresult rc =
@@ -120,7 +120,7 @@ CUresult BindPitch2D(CUtexref handle, const CUDA_ARRAY_DESCRIPTOR* desc, CUdevic
 CUresult BindArray(CUtexref handle, CUresourcetype type, CUarray array, CUmipmappedArray mipmapped, unsigned flags) {
   int device = 0;
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = CurrentDevice(&device); rc != CUDA_SUCCESS) return rc;
+  if (CUresult rc = TexRefDevice(&device); rc != CUDA_SUCCESS) return rc;
   if (flags != CU_TRSA_OVERRIDE_FORMAT) return CUDA_ERROR_INVALID_VALUE;
   CUDA_RESOURCE_DESC resource{};
   resource.resType = type;
@@ -225,7 +225,7 @@ CUresult cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt, int NumPackedCo
 
 CUresult cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am) {
   return sim::WithTexRef(hTexRef, [&](TexRef& ref) {
-    if (dim < 0 || dim >= sim::kTexRefDimensions || !sim::IsMode(&am, CU_TR_ADDRESS_MODE_BORDER)) {
+    if (dim < 0 || dim >= sim::kTexRefDimensions || !sim::IsTexRefMode(&am, CU_TR_ADDRESS_MODE_BORDER)) {
       return CUDA_ERROR_INVALID_VALUE;
     }
     ref.address_mode[dim] = am;
@@ -235,7 +235,7 @@ CUresult cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am) {
 
 CUresult cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm) {
   return sim::WithTexRef(hTexRef, [&](TexRef& ref) {
-    if (!sim::IsMode(&fm, CU_TR_FILTER_MODE_LINEAR)) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim::IsTexRefMode(&fm, CU_TR_FILTER_MODE_LINEAR)) return CUDA_ERROR_INVALID_VALUE;
     ref.filter_mode = fm;
     return CUDA_SUCCESS;
   });
@@ -243,7 +243,7 @@ CUresult cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm) {
 
 CUresult cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm) {
   return sim::WithTexRef(hTexRef, [&](TexRef& ref) {
-    if (!sim::IsMode(&fm, CU_TR_FILTER_MODE_LINEAR)) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim::IsTexRefMode(&fm, CU_TR_FILTER_MODE_LINEAR)) return CUDA_ERROR_INVALID_VALUE;
     ref.mipmap_filter_mode = fm;
     return CUDA_SUCCESS;
   });

@@ -87,7 +87,7 @@ CUresult CheckResourceView(const CUDA_RESOURCE_VIEW_DESC& view, const ResolvedRe
 }
 
 // Enumerations a C caller may have filled with any int.
-bool InRange(const void* value, int lowest, int highest) {
+bool EnumValueIn(const void* value, int lowest, int highest) {
   int v = 0;
   std::memcpy(&v, value, sizeof v);
   return v >= lowest && v <= highest;
@@ -99,15 +99,15 @@ CUresult CheckTextureDesc(const CUDA_TEXTURE_DESC& texture, const ResolvedResour
   // normalized coordinates every address mode is accepted and stored: the hardware clamps.
   if (resource.type != CU_RESOURCE_TYPE_LINEAR) {
     for (const CUaddress_mode& mode : texture.addressMode) {
-      if (!InRange(&mode, CU_TR_ADDRESS_MODE_WRAP, CU_TR_ADDRESS_MODE_BORDER)) return CUDA_ERROR_INVALID_VALUE;
+      if (!EnumValueIn(&mode, CU_TR_ADDRESS_MODE_WRAP, CU_TR_ADDRESS_MODE_BORDER)) return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!InRange(&texture.filterMode, CU_TR_FILTER_MODE_POINT, CU_TR_FILTER_MODE_LINEAR)) {
+    if (!EnumValueIn(&texture.filterMode, CU_TR_FILTER_MODE_POINT, CU_TR_FILTER_MODE_LINEAR)) {
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
   if (resource.type == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) {
     if ((texture.flags & CU_TRSF_NORMALIZED_COORDINATES) == 0) return CUDA_ERROR_INVALID_VALUE;
-    if (!InRange(&texture.mipmapFilterMode, CU_TR_FILTER_MODE_POINT, CU_TR_FILTER_MODE_LINEAR)) {
+    if (!EnumValueIn(&texture.mipmapFilterMode, CU_TR_FILTER_MODE_POINT, CU_TR_FILTER_MODE_LINEAR)) {
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
@@ -147,7 +147,7 @@ CUresult CreateSurface(CUsurfObject* out, const CUDA_RESOURCE_DESC* resource_des
   if (CUresult rc = Runtime::Get().CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   if (out == nullptr || resource_desc == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // Surfaces are of arrays made for surface load/store only.
-  if (!InRange(&resource_desc->resType, CU_RESOURCE_TYPE_ARRAY, CU_RESOURCE_TYPE_ARRAY)) return CUDA_ERROR_INVALID_VALUE;
+  if (!EnumValueIn(&resource_desc->resType, CU_RESOURCE_TYPE_ARRAY, CU_RESOURCE_TYPE_ARRAY)) return CUDA_ERROR_INVALID_VALUE;
   ResolvedResource resource;
   if (CUresult rc = ResolveResource(*resource_desc, ctx->device, &resource); rc != CUDA_SUCCESS) return rc;
   if ((resource.array.Flags & CUDA_ARRAY3D_SURFACE_LDST) == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -161,7 +161,7 @@ CUresult CreateSurface(CUsurfObject* out, const CUDA_RESOURCE_DESC* resource_des
 
 // Reads a live object under the table's lock; CUDA_ERROR_INVALID_VALUE for any other value.
 template <typename Map, typename Read>
-CUresult WithObject(Map SampledObjectTable::*map, unsigned long long handle, Read&& read) {
+CUresult WithSampledObject(Map SampledObjectTable::*map, unsigned long long handle, Read&& read) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   SampledObjectTable& table = SampledObjects();
   std::lock_guard lock(table.mu);
@@ -171,7 +171,7 @@ CUresult WithObject(Map SampledObjectTable::*map, unsigned long long handle, Rea
 }
 
 template <typename Map>
-CUresult DestroyObject(Map SampledObjectTable::*map, unsigned long long handle) {
+CUresult DestroySampledObject(Map SampledObjectTable::*map, unsigned long long handle) {
   if (CUresult rc = Ready(); rc != CUDA_SUCCESS) return rc;
   SampledObjectTable& table = SampledObjects();
   std::lock_guard lock(table.mu);
@@ -274,12 +274,12 @@ CUresult cuTexObjectCreate(CUtexObject* pTexObject, const CUDA_RESOURCE_DESC* pR
 }
 
 CUresult cuTexObjectDestroy(CUtexObject texObject) {
-  return sim::Guarded([&] { return sim::DestroyObject(&sim::SampledObjectTable::textures, texObject); });
+  return sim::Guarded([&] { return sim::DestroySampledObject(&sim::SampledObjectTable::textures, texObject); });
 }
 
 CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc, CUtexObject texObject) {
   return sim::Guarded([&] {
-    return sim::WithObject(&sim::SampledObjectTable::textures, texObject, [&](const sim::TextureObject& object) {
+    return sim::WithSampledObject(&sim::SampledObjectTable::textures, texObject, [&](const sim::TextureObject& object) {
       if (pResDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
       *pResDesc = object.resource;
       return CUDA_SUCCESS;
@@ -289,7 +289,7 @@ CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc, CUtexObject te
 
 CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC* pTexDesc, CUtexObject texObject) {
   return sim::Guarded([&] {
-    return sim::WithObject(&sim::SampledObjectTable::textures, texObject, [&](const sim::TextureObject& object) {
+    return sim::WithSampledObject(&sim::SampledObjectTable::textures, texObject, [&](const sim::TextureObject& object) {
       if (pTexDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
       *pTexDesc = object.texture;
       return CUDA_SUCCESS;
@@ -299,7 +299,7 @@ CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC* pTexDesc, CUtexObject texO
 
 CUresult cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC* pResViewDesc, CUtexObject texObject) {
   return sim::Guarded([&] {
-    return sim::WithObject(&sim::SampledObjectTable::textures, texObject, [&](const sim::TextureObject& object) {
+    return sim::WithSampledObject(&sim::SampledObjectTable::textures, texObject, [&](const sim::TextureObject& object) {
       if (pResViewDesc == nullptr || !object.view) return CUDA_ERROR_INVALID_VALUE;  // none was given
       *pResViewDesc = *object.view;
       return CUDA_SUCCESS;
@@ -312,12 +312,12 @@ CUresult cuSurfObjectCreate(CUsurfObject* pSurfObject, const CUDA_RESOURCE_DESC*
 }
 
 CUresult cuSurfObjectDestroy(CUsurfObject surfObject) {
-  return sim::Guarded([&] { return sim::DestroyObject(&sim::SampledObjectTable::surfaces, surfObject); });
+  return sim::Guarded([&] { return sim::DestroySampledObject(&sim::SampledObjectTable::surfaces, surfObject); });
 }
 
 CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc, CUsurfObject surfObject) {
   return sim::Guarded([&] {
-    return sim::WithObject(&sim::SampledObjectTable::surfaces, surfObject, [&](const CUDA_RESOURCE_DESC& resource) {
+    return sim::WithSampledObject(&sim::SampledObjectTable::surfaces, surfObject, [&](const CUDA_RESOURCE_DESC& resource) {
       if (pResDesc == nullptr) return CUDA_ERROR_INVALID_VALUE;
       *pResDesc = resource;
       return CUDA_SUCCESS;

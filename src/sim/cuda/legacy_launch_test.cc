@@ -27,7 +27,7 @@ std::string RunLegacyLaunchSim(const std::function<std::string()>& body) {
   return RunWithConfig(kLegacyLaunchConfig, "legacy-launch-test", body);
 }
 
-CUfunction LoadSpin() {
+CUfunction LoadLegacySpin() {
   CUmodule module = nullptr;
   CUfunction spin = nullptr;
   if (cuModuleLoadData(&module, kLegacyLaunchPtx) != CUDA_SUCCESS) return nullptr;
@@ -35,7 +35,7 @@ CUfunction LoadSpin() {
 }
 
 // Device milliseconds between two events around `launch` on `stream`, or -1.
-float TimedOn(CUstream stream, const std::function<CUresult()>& launch) {
+float LegacyTimedOn(CUstream stream, const std::function<CUresult()>& launch) {
   CUevent start = nullptr, stop = nullptr;
   float ms = -1;
   if (cuEventCreate(&start, 0) != CUDA_SUCCESS || cuEventCreate(&stop, 0) != CUDA_SUCCESS) return -1;
@@ -53,7 +53,7 @@ TEST(SimLegacyLaunch, ParametersSetOneByOneReachTheKernel) {
   EXPECT_EQ(RunLegacyLaunchSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
-    CUfunction spin = LoadSpin();
+    CUfunction spin = LoadLegacySpin();
     FGPU_REQUIRE(spin != nullptr);
     // A shape never set is no shape: the launch is refused, as cuLaunchKernel refuses 0 threads.
     FGPU_REQUIRE_CU(cuLaunch(spin), CUDA_ERROR_INVALID_VALUE);
@@ -66,17 +66,17 @@ TEST(SimLegacyLaunch, ParametersSetOneByOneReachTheKernel) {
     FGPU_REQUIRE_CU(cuParamSeti(spin, 4, static_cast<unsigned>(wave_ns >> 32)), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuParamSetSize(spin, 8), CUDA_SUCCESS);
     // cuLaunch: one block, one wave, on the legacy stream.
-    const float one = TimedOn(nullptr, [&] { return cuLaunch(spin); });
+    const float one = LegacyTimedOn(nullptr, [&] { return cuLaunch(spin); });
     FGPU_REQUIRE(one > 0.99f && one < 1.2f);
     // cuLaunchGrid: 8 x 4 = 32 blocks on 16 SMs, two waves.
-    const float two = TimedOn(nullptr, [&] { return cuLaunchGrid(spin, 8, 4); });
+    const float two = LegacyTimedOn(nullptr, [&] { return cuLaunchGrid(spin, 8, 4); });
     FGPU_REQUIRE(two > 1.99f && two < 2.2f);
     // cuParamSetv replaces the value; cuLaunchGridAsync runs on the given stream.
     const uint64_t longer_ns = 3'000'000;
     FGPU_REQUIRE_CU(cuParamSetv(spin, 0, const_cast<uint64_t*>(&longer_ns), sizeof longer_ns), CUDA_SUCCESS);
     CUstream stream = nullptr;
     FGPU_REQUIRE_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    const float async = TimedOn(stream, [&] { return cuLaunchGridAsync(spin, 16, 1, stream); });
+    const float async = LegacyTimedOn(stream, [&] { return cuLaunchGridAsync(spin, 16, 1, stream); });
     FGPU_REQUIRE(async > 2.99f && async < 3.2f);
     FGPU_REQUIRE_CU(cuParamSetf(spin, 8, 2.5f), CUDA_SUCCESS);  // beyond the size set: passed only once sized
     FGPU_REQUIRE_CU(cuParamSetSize(spin, 12), CUDA_SUCCESS);
@@ -92,7 +92,7 @@ TEST(SimLegacyLaunch, RefusesWhatCuLaunchKernelRefuses) {
     FGPU_REQUIRE_CU(cuParamSetSize(nullptr, 8), CUDA_ERROR_NOT_INITIALIZED);
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
-    CUfunction spin = LoadSpin();
+    CUfunction spin = LoadLegacySpin();
     FGPU_REQUIRE(spin != nullptr);
     auto garbage = reinterpret_cast<CUfunction>(&ctx);
     FGPU_REQUIRE_CU(cuLaunch(garbage), CUDA_ERROR_INVALID_HANDLE);
@@ -125,7 +125,7 @@ TEST(SimLegacyLaunch, GridLaunchesAreCapturedLikeKernelLaunches) {
   EXPECT_EQ(RunLegacyLaunchSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
-    CUfunction spin = LoadSpin();
+    CUfunction spin = LoadLegacySpin();
     FGPU_REQUIRE(spin != nullptr);
     FGPU_REQUIRE_CU(cuFuncSetBlockShape(spin, 64, 1, 1), CUDA_SUCCESS);
     CUstream stream = nullptr;
@@ -166,13 +166,13 @@ TEST(SimLegacyLaunch, MultiDeviceCooperativeLaunchRunsOnEachDevice) {
     FGPU_REQUIRE_CU(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, 0),
                     CUDA_SUCCESS);
     FGPU_REQUIRE(supported == 1);
-    CUfunction spin0 = LoadSpin();
+    CUfunction spin0 = LoadLegacySpin();
     CUstream stream0 = nullptr;
     FGPU_REQUIRE(spin0 != nullptr);
     FGPU_REQUIRE_CU(cuStreamCreate(&stream0, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
     PrimaryContext ctx1(1);
     FGPU_REQUIRE(ctx1.ok());
-    CUfunction spin1 = LoadSpin();
+    CUfunction spin1 = LoadLegacySpin();
     CUstream stream1 = nullptr;
     FGPU_REQUIRE(spin1 != nullptr);
     FGPU_REQUIRE_CU(cuStreamCreate(&stream1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
@@ -203,7 +203,7 @@ TEST(SimLegacyLaunch, MultiDeviceCooperativeLaunchRunsOnEachDevice) {
     FGPU_REQUIRE_CU(cuStreamQuery(stream0), CUDA_SUCCESS);  // nothing was queued
 
     // Both devices: each stream runs its two waves of 1 ms.
-    const float ms = TimedOn(stream1, [&] {
+    const float ms = LegacyTimedOn(stream1, [&] {
       return cuLaunchCooperativeKernelMultiDevice(both, 2, CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC);
     });
     FGPU_REQUIRE(ms > 1.99f && ms < 2.2f);

@@ -23,7 +23,7 @@ std::string RunTextureSim(const std::function<std::string()>& body) {
   return RunWithConfig(kTextureConfig, "texture-test", body);
 }
 
-CUarray MakeArray(size_t width, size_t height, size_t depth, unsigned flags, CUarray_format format = CU_AD_FORMAT_FLOAT,
+CUarray MakeTextureArray(size_t width, size_t height, size_t depth, unsigned flags, CUarray_format format = CU_AD_FORMAT_FLOAT,
                   unsigned channels = 1) {
   CUDA_ARRAY3D_DESCRIPTOR desc{};
   desc.Width = width;
@@ -36,7 +36,7 @@ CUarray MakeArray(size_t width, size_t height, size_t depth, unsigned flags, CUa
   return cuArray3DCreate_v2(&array, &desc) == CUDA_SUCCESS ? array : nullptr;
 }
 
-CUDA_RESOURCE_DESC ArrayResource(CUarray array) {
+CUDA_RESOURCE_DESC TextureArrayResource(CUarray array) {
   CUDA_RESOURCE_DESC desc{};
   desc.resType = CU_RESOURCE_TYPE_ARRAY;
   desc.res.array.hArray = array;
@@ -75,7 +75,7 @@ void StoreOutOfRange(Enum* field, int value) {
 using SetAddressModeAsC = CUresult (*)(CUtexref, int, int);
 using SetFilterModeAsC = CUresult (*)(CUtexref, int);
 
-bool SameBytes(const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; }
+bool SameTextureBytes(const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; }
 
 TEST(SimTexture, AttributesAreTheH100TextureLimits) {
   EXPECT_EQ(RunTextureSim([] {
@@ -104,7 +104,7 @@ TEST(SimTexture, ObjectsOfEveryResourceReadBackExactly) {
     FGPU_REQUIRE(ctx.ok());
     CUdeviceptr memory = 0;
     FGPU_REQUIRE_CU(cuMemAlloc_v2(&memory, 1 << 20), CUDA_SUCCESS);
-    CUarray array = MakeArray(64, 32, 0, 0);
+    CUarray array = MakeTextureArray(64, 32, 0, 0);
     FGPU_REQUIRE(array != nullptr);
     CUDA_ARRAY3D_DESCRIPTOR mip_desc{};
     mip_desc.Width = 64;
@@ -130,7 +130,7 @@ TEST(SimTexture, ObjectsOfEveryResourceReadBackExactly) {
     CUDA_RESOURCE_DESC mip_resource{};
     mip_resource.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
     mip_resource.res.mipmap.hMipmappedArray = mipmapped;
-    const CUDA_RESOURCE_DESC resources[] = {ArrayResource(array), mip_resource, LinearResource(memory, 4096),
+    const CUDA_RESOURCE_DESC resources[] = {TextureArrayResource(array), mip_resource, LinearResource(memory, 4096),
                                             PitchResource(memory, 100, 20, 512)};
     std::set<CUtexObject> handles;
     for (const CUDA_RESOURCE_DESC& resource : resources) {
@@ -140,9 +140,9 @@ TEST(SimTexture, ObjectsOfEveryResourceReadBackExactly) {
       CUDA_RESOURCE_DESC resource_back{};
       CUDA_TEXTURE_DESC texture_back{};
       FGPU_REQUIRE_CU(cuTexObjectGetResourceDesc(&resource_back, object), CUDA_SUCCESS);
-      FGPU_REQUIRE(SameBytes(&resource_back, &resource, sizeof resource));
+      FGPU_REQUIRE(SameTextureBytes(&resource_back, &resource, sizeof resource));
       FGPU_REQUIRE_CU(cuTexObjectGetTextureDesc(&texture_back, object), CUDA_SUCCESS);
-      FGPU_REQUIRE(SameBytes(&texture_back, &texture, sizeof texture));
+      FGPU_REQUIRE(SameTextureBytes(&texture_back, &texture, sizeof texture));
       CUDA_RESOURCE_VIEW_DESC view{};
       FGPU_REQUIRE_CU(cuTexObjectGetResourceViewDesc(&view, object), CUDA_ERROR_INVALID_VALUE);  // none given
       FGPU_REQUIRE_CU(cuTexObjectGetResourceDesc(nullptr, object), CUDA_ERROR_INVALID_VALUE);
@@ -158,7 +158,7 @@ TEST(SimTexture, ObjectsOfEveryResourceReadBackExactly) {
     FGPU_REQUIRE_CU(cuTexObjectCreate(&viewed, &resources[1], &texture, &view), CUDA_SUCCESS);
     CUDA_RESOURCE_VIEW_DESC view_back{};
     FGPU_REQUIRE_CU(cuTexObjectGetResourceViewDesc(&view_back, viewed), CUDA_SUCCESS);
-    FGPU_REQUIRE(SameBytes(&view_back, &view, sizeof view));
+    FGPU_REQUIRE(SameTextureBytes(&view_back, &view, sizeof view));
     view.lastMipmapLevel = 4;  // the array has levels 0..3
     CUtexObject refused = 0;
     FGPU_REQUIRE_CU(cuTexObjectCreate(&refused, &resources[1], &texture, &view), CUDA_ERROR_INVALID_VALUE);
@@ -229,46 +229,46 @@ TEST(SimTexture, ObjectsFollowTheDocumentedRules) {
     CUDA_TEXTURE_DESC bad = texture;
     bad.flags = 0x100;
     FGPU_REQUIRE(refused(linear, bad));
-    CUarray array = MakeArray(64, 64, 0, 0);
+    CUarray array = MakeTextureArray(64, 64, 0, 0);
     FGPU_REQUIRE(array != nullptr);
     bad = texture;
     StoreOutOfRange(&bad.addressMode[2], 4);
-    FGPU_REQUIRE(refused(ArrayResource(array), bad));
+    FGPU_REQUIRE(refused(TextureArrayResource(array), bad));
     FGPU_REQUIRE_CU(cuTexObjectCreate(&object, &linear, &bad, nullptr), CUDA_SUCCESS);  // ignored for linear
     FGPU_REQUIRE_CU(cuTexObjectDestroy(object), CUDA_SUCCESS);
     bad = texture;
     StoreOutOfRange(&bad.filterMode, 2);
-    FGPU_REQUIRE(refused(ArrayResource(array), bad));
+    FGPU_REQUIRE(refused(TextureArrayResource(array), bad));
     bad = texture;
     bad.flags = CU_TRSF_SEAMLESS_CUBEMAP;
-    FGPU_REQUIRE(refused(ArrayResource(array), bad));
-    CUarray cubemap = MakeArray(32, 32, 6, CUDA_ARRAY3D_CUBEMAP);
+    FGPU_REQUIRE(refused(TextureArrayResource(array), bad));
+    CUarray cubemap = MakeTextureArray(32, 32, 6, CUDA_ARRAY3D_CUBEMAP);
     FGPU_REQUIRE(cubemap != nullptr);
-    const CUDA_RESOURCE_DESC cube_resource = ArrayResource(cubemap);
+    const CUDA_RESOURCE_DESC cube_resource = TextureArrayResource(cubemap);
     FGPU_REQUIRE_CU(cuTexObjectCreate(&object, &cube_resource, &bad, nullptr), CUDA_SUCCESS);
     CUDA_RESOURCE_VIEW_DESC view{};
     view.width = 64;
     view.height = 64;
     FGPU_REQUIRE(refused(linear, texture, &view));
     StoreOutOfRange(&view.format, 0x40);
-    FGPU_REQUIRE(refused(ArrayResource(array), texture, &view));
+    FGPU_REQUIRE(refused(TextureArrayResource(array), texture, &view));
     view.format = CU_RES_VIEW_FORMAT_FLOAT_1X32;
     view.width = 32;
-    FGPU_REQUIRE(refused(ArrayResource(array), texture, &view));  // not the array's width
+    FGPU_REQUIRE(refused(TextureArrayResource(array), texture, &view));  // not the array's width
     view.width = 64;
     view.lastLayer = 1;
-    FGPU_REQUIRE(refused(ArrayResource(array), texture, &view));  // not a layered array
+    FGPU_REQUIRE(refused(TextureArrayResource(array), texture, &view));  // not a layered array
     view.lastLayer = 0;
     view.lastMipmapLevel = 1;
-    FGPU_REQUIRE(refused(ArrayResource(array), texture, &view));  // not a mipmapped array
+    FGPU_REQUIRE(refused(TextureArrayResource(array), texture, &view));  // not a mipmapped array
     // A block-compressed view: 4x the extents of a 2-channel UNSIGNED_INT32 array (BC1).
-    CUarray blocks = MakeArray(16, 16, 0, 0, CU_AD_FORMAT_UNSIGNED_INT32, 2);
+    CUarray blocks = MakeTextureArray(16, 16, 0, 0, CU_AD_FORMAT_UNSIGNED_INT32, 2);
     FGPU_REQUIRE(blocks != nullptr);
     CUDA_RESOURCE_VIEW_DESC bc{};
     bc.format = CU_RES_VIEW_FORMAT_UNSIGNED_BC1;
     bc.width = 64;
     bc.height = 64;
-    const CUDA_RESOURCE_DESC blocks_resource = ArrayResource(blocks);
+    const CUDA_RESOURCE_DESC blocks_resource = TextureArrayResource(blocks);
     FGPU_REQUIRE_CU(cuTexObjectCreate(&object, &blocks_resource, &texture, &bc), CUDA_SUCCESS);
     bc.format = CU_RES_VIEW_FORMAT_UNSIGNED_BC2;  // needs 4 channels
     FGPU_REQUIRE(refused(blocks_resource, texture, &bc));
@@ -286,8 +286,8 @@ TEST(SimTexture, ObjectsFollowTheDocumentedRules) {
 
     // Stale and foreign array handles.
     FGPU_REQUIRE_CU(cuArrayDestroy(array), CUDA_SUCCESS);
-    FGPU_REQUIRE(refused(ArrayResource(array), texture));
-    FGPU_REQUIRE(refused(ArrayResource(reinterpret_cast<CUarray>(&texture)), texture));
+    FGPU_REQUIRE(refused(TextureArrayResource(array), texture));
+    FGPU_REQUIRE(refused(TextureArrayResource(reinterpret_cast<CUarray>(&texture)), texture));
     mip_resource.res.mipmap.hMipmappedArray = reinterpret_cast<CUmipmappedArray>(blocks);
     CUDA_TEXTURE_DESC normalized = texture;
     normalized.flags = CU_TRSF_NORMALIZED_COORDINATES;
@@ -300,17 +300,17 @@ TEST(SimTexture, SurfaceObjectsNeedASurfaceArray) {
   EXPECT_EQ(RunTextureSim([] {
     PrimaryContext ctx;
     FGPU_REQUIRE(ctx.ok());
-    CUarray plain = MakeArray(64, 64, 0, 0);
-    CUarray surface = MakeArray(64, 64, 0, CUDA_ARRAY3D_SURFACE_LDST);
+    CUarray plain = MakeTextureArray(64, 64, 0, 0);
+    CUarray surface = MakeTextureArray(64, 64, 0, CUDA_ARRAY3D_SURFACE_LDST);
     FGPU_REQUIRE(plain != nullptr && surface != nullptr);
     CUsurfObject object = 0;
-    const CUDA_RESOURCE_DESC plain_resource = ArrayResource(plain);
+    const CUDA_RESOURCE_DESC plain_resource = TextureArrayResource(plain);
     FGPU_REQUIRE_CU(cuSurfObjectCreate(&object, &plain_resource), CUDA_ERROR_INVALID_VALUE);
     CUdeviceptr memory = 0;
     FGPU_REQUIRE_CU(cuMemAlloc_v2(&memory, 1 << 20), CUDA_SUCCESS);
     const CUDA_RESOURCE_DESC linear = LinearResource(memory, 4096);
     FGPU_REQUIRE_CU(cuSurfObjectCreate(&object, &linear), CUDA_ERROR_INVALID_VALUE);
-    CUDA_RESOURCE_DESC resource = ArrayResource(surface);
+    CUDA_RESOURCE_DESC resource = TextureArrayResource(surface);
     FGPU_REQUIRE_CU(cuSurfObjectCreate(nullptr, &resource), CUDA_ERROR_INVALID_VALUE);
     resource.flags = 2;
     FGPU_REQUIRE_CU(cuSurfObjectCreate(&object, &resource), CUDA_ERROR_INVALID_VALUE);
@@ -319,7 +319,7 @@ TEST(SimTexture, SurfaceObjectsNeedASurfaceArray) {
     FGPU_REQUIRE(object != 0);
     CUDA_RESOURCE_DESC back{};
     FGPU_REQUIRE_CU(cuSurfObjectGetResourceDesc(&back, object), CUDA_SUCCESS);
-    FGPU_REQUIRE(SameBytes(&back, &resource, sizeof back));
+    FGPU_REQUIRE(SameTextureBytes(&back, &resource, sizeof back));
     FGPU_REQUIRE_CU(cuSurfObjectGetResourceDesc(nullptr, object), CUDA_ERROR_INVALID_VALUE);
     // A surface handle is not a texture handle, nor the other way round.
     FGPU_REQUIRE_CU(cuTexObjectDestroy(object), CUDA_ERROR_INVALID_VALUE);
@@ -382,7 +382,7 @@ TEST(SimTexture, ReferencesReturnWhatTheirSettersStored) {
     FGPU_REQUIRE_CU(cuTexRefGetFlags(&flags, ref), CUDA_SUCCESS);
     FGPU_REQUIRE(filter == CU_TR_FILTER_MODE_LINEAR && mipmap_filter == CU_TR_FILTER_MODE_LINEAR);
     FGPU_REQUIRE(bias == -1.5f && min_clamp == 0.5f && max_clamp == 7.0f && anisotropy == 12);
-    FGPU_REQUIRE(SameBytes(border_back, border, sizeof border));
+    FGPU_REQUIRE(SameTextureBytes(border_back, border, sizeof border));
     FGPU_REQUIRE(flags == (CU_TRSF_NORMALIZED_COORDINATES | CU_TRSF_SRGB));
     FGPU_REQUIRE_CU(cuTexRefGetFlags(nullptr, ref), CUDA_ERROR_INVALID_VALUE);
 
@@ -426,7 +426,7 @@ TEST(SimTexture, ReferencesReturnWhatTheirSettersStored) {
     FGPU_REQUIRE_CU(cuTexRefSetAddress2D_v3(ref, nullptr, memory, 256), CUDA_ERROR_INVALID_VALUE);
 
     // Arrays: the one flag is CU_TRSA_OVERRIDE_FORMAT, and the array's format wins.
-    CUarray array = MakeArray(32, 32, 0, 0, CU_AD_FORMAT_HALF, 4);
+    CUarray array = MakeTextureArray(32, 32, 0, 0, CU_AD_FORMAT_HALF, 4);
     FGPU_REQUIRE(array != nullptr);
     FGPU_REQUIRE_CU(cuTexRefSetArray(ref, array, 0), CUDA_ERROR_INVALID_VALUE);
     FGPU_REQUIRE_CU(cuTexRefSetArray(ref, array, CU_TRSA_OVERRIDE_FORMAT), CUDA_SUCCESS);
@@ -483,7 +483,7 @@ TEST(SimTexture, LegacyThirtyTwoBitReferenceCallsAndSurfaceReferences) {
     FGPU_REQUIRE_CU(cuTexRefDestroy(ref), CUDA_SUCCESS);
 
     // Surface references come only from cuModuleGetSurfRef, which hands none out.
-    CUarray array = MakeArray(16, 16, 0, CUDA_ARRAY3D_SURFACE_LDST);
+    CUarray array = MakeTextureArray(16, 16, 0, CUDA_ARRAY3D_SURFACE_LDST);
     FGPU_REQUIRE(array != nullptr);
     CUarray bound = nullptr;
     FGPU_REQUIRE_CU(cuSurfRefSetArray(reinterpret_cast<CUsurfref>(&bound), array, 0), CUDA_ERROR_INVALID_VALUE);
