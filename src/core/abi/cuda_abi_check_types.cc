@@ -1351,6 +1351,14 @@ namespace ours {
   M(CUdevResource_v1, sm.smCount) \
   M(CUdevResource_v1, _oversize)
 
+#define FGPU_ENUM_CUaddress_mode(X, A) \
+  X(CU_TR_ADDRESS_MODE_WRAP) \
+  X(CU_TR_ADDRESS_MODE_CLAMP) \
+  X(CU_TR_ADDRESS_MODE_MIRROR) \
+  X(CU_TR_ADDRESS_MODE_BORDER)
+#define FGPU_ENUM_CUfilter_mode(X, A) \
+  X(CU_TR_FILTER_MODE_POINT) \
+  X(CU_TR_FILTER_MODE_LINEAR)
 #define FGPU_ENUM_CUresourcetype(X, A) \
   X(CU_RESOURCE_TYPE_ARRAY) \
   X(CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) \
@@ -1474,6 +1482,96 @@ namespace ours {
   M(CUDA_MEMCPY3D_BATCH_OP_v1, extent) \
   M(CUDA_MEMCPY3D_BATCH_OP_v1, srcAccessOrder) \
   M(CUDA_MEMCPY3D_BATCH_OP_v1, flags)
+#define FGPU_ENUM_CUresourceViewFormat(X, A) \
+  X(CU_RES_VIEW_FORMAT_NONE) \
+  X(CU_RES_VIEW_FORMAT_UINT_1X8) \
+  X(CU_RES_VIEW_FORMAT_UINT_2X8) \
+  X(CU_RES_VIEW_FORMAT_UINT_4X8) \
+  X(CU_RES_VIEW_FORMAT_SINT_1X8) \
+  X(CU_RES_VIEW_FORMAT_SINT_2X8) \
+  X(CU_RES_VIEW_FORMAT_SINT_4X8) \
+  X(CU_RES_VIEW_FORMAT_UINT_1X16) \
+  X(CU_RES_VIEW_FORMAT_UINT_2X16) \
+  X(CU_RES_VIEW_FORMAT_UINT_4X16) \
+  X(CU_RES_VIEW_FORMAT_SINT_1X16) \
+  X(CU_RES_VIEW_FORMAT_SINT_2X16) \
+  X(CU_RES_VIEW_FORMAT_SINT_4X16) \
+  X(CU_RES_VIEW_FORMAT_UINT_1X32) \
+  X(CU_RES_VIEW_FORMAT_UINT_2X32) \
+  X(CU_RES_VIEW_FORMAT_UINT_4X32) \
+  X(CU_RES_VIEW_FORMAT_SINT_1X32) \
+  X(CU_RES_VIEW_FORMAT_SINT_2X32) \
+  X(CU_RES_VIEW_FORMAT_SINT_4X32) \
+  X(CU_RES_VIEW_FORMAT_FLOAT_1X16) \
+  X(CU_RES_VIEW_FORMAT_FLOAT_2X16) \
+  X(CU_RES_VIEW_FORMAT_FLOAT_4X16) \
+  X(CU_RES_VIEW_FORMAT_FLOAT_1X32) \
+  X(CU_RES_VIEW_FORMAT_FLOAT_2X32) \
+  X(CU_RES_VIEW_FORMAT_FLOAT_4X32) \
+  X(CU_RES_VIEW_FORMAT_UNSIGNED_BC1) \
+  X(CU_RES_VIEW_FORMAT_UNSIGNED_BC2) \
+  X(CU_RES_VIEW_FORMAT_UNSIGNED_BC3) \
+  X(CU_RES_VIEW_FORMAT_UNSIGNED_BC4) \
+  X(CU_RES_VIEW_FORMAT_SIGNED_BC4) \
+  X(CU_RES_VIEW_FORMAT_UNSIGNED_BC5) \
+  X(CU_RES_VIEW_FORMAT_SIGNED_BC5) \
+  X(CU_RES_VIEW_FORMAT_UNSIGNED_BC6H) \
+  X(CU_RES_VIEW_FORMAT_SIGNED_BC6H) \
+  X(CU_RES_VIEW_FORMAT_UNSIGNED_BC7)
+#define FGPU_MEMBERS_CUDA_LAUNCH_PARAMS_v1(M) \
+  M(CUDA_LAUNCH_PARAMS_v1, function) \
+  M(CUDA_LAUNCH_PARAMS_v1, gridDimX) \
+  M(CUDA_LAUNCH_PARAMS_v1, gridDimY) \
+  M(CUDA_LAUNCH_PARAMS_v1, gridDimZ) \
+  M(CUDA_LAUNCH_PARAMS_v1, blockDimX) \
+  M(CUDA_LAUNCH_PARAMS_v1, blockDimY) \
+  M(CUDA_LAUNCH_PARAMS_v1, blockDimZ) \
+  M(CUDA_LAUNCH_PARAMS_v1, sharedMemBytes) \
+  M(CUDA_LAUNCH_PARAMS_v1, hStream) \
+  M(CUDA_LAUNCH_PARAMS_v1, kernelParams)
+#define FGPU_MEMBERS_CUDA_RESOURCE_DESC_v1(M) \
+  M(CUDA_RESOURCE_DESC_v1, resType) \
+  M(CUDA_RESOURCE_DESC_v1, res) \
+  M(CUDA_RESOURCE_DESC_v1, res.array) \
+  M(CUDA_RESOURCE_DESC_v1, res.array.hArray) \
+  M(CUDA_RESOURCE_DESC_v1, res.mipmap) \
+  M(CUDA_RESOURCE_DESC_v1, res.mipmap.hMipmappedArray) \
+  M(CUDA_RESOURCE_DESC_v1, res.linear) \
+  M(CUDA_RESOURCE_DESC_v1, res.linear.devPtr) \
+  M(CUDA_RESOURCE_DESC_v1, res.linear.format) \
+  M(CUDA_RESOURCE_DESC_v1, res.linear.numChannels) \
+  M(CUDA_RESOURCE_DESC_v1, res.linear.sizeInBytes) \
+  M(CUDA_RESOURCE_DESC_v1, res.pitch2D) \
+  M(CUDA_RESOURCE_DESC_v1, res.pitch2D.devPtr) \
+  M(CUDA_RESOURCE_DESC_v1, res.pitch2D.format) \
+  M(CUDA_RESOURCE_DESC_v1, res.pitch2D.numChannels) \
+  M(CUDA_RESOURCE_DESC_v1, res.pitch2D.width) \
+  M(CUDA_RESOURCE_DESC_v1, res.pitch2D.height) \
+  M(CUDA_RESOURCE_DESC_v1, res.pitch2D.pitchInBytes) \
+  M(CUDA_RESOURCE_DESC_v1, res.reserved) \
+  M(CUDA_RESOURCE_DESC_v1, res.reserved.reserved) \
+  M(CUDA_RESOURCE_DESC_v1, flags)
+#define FGPU_MEMBERS_CUDA_TEXTURE_DESC_v1(M) \
+  M(CUDA_TEXTURE_DESC_v1, addressMode) \
+  M(CUDA_TEXTURE_DESC_v1, filterMode) \
+  M(CUDA_TEXTURE_DESC_v1, flags) \
+  M(CUDA_TEXTURE_DESC_v1, maxAnisotropy) \
+  M(CUDA_TEXTURE_DESC_v1, mipmapFilterMode) \
+  M(CUDA_TEXTURE_DESC_v1, mipmapLevelBias) \
+  M(CUDA_TEXTURE_DESC_v1, minMipmapLevelClamp) \
+  M(CUDA_TEXTURE_DESC_v1, maxMipmapLevelClamp) \
+  M(CUDA_TEXTURE_DESC_v1, borderColor) \
+  M(CUDA_TEXTURE_DESC_v1, reserved)
+#define FGPU_MEMBERS_CUDA_RESOURCE_VIEW_DESC_v1(M) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, format) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, width) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, height) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, depth) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, firstMipmapLevel) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, lastMipmapLevel) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, firstLayer) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, lastLayer) \
+  M(CUDA_RESOURCE_VIEW_DESC_v1, reserved)
 #define FGPU_ENUM_TYPES(E) \
   E(CUresourcetype, CUresourcetype_enum) \
   E(CUarraySparseSubresourceType, CUarraySparseSubresourceType_enum) \
@@ -1532,6 +1630,9 @@ namespace ours {
   E(CUCoredumpGenerationFlags, CUCoredumpGenerationFlags) \
   E(CUmemDecompressAlgorithm, CUmemDecompressAlgorithm_enum) \
   E(CUoutput_mode, CUoutput_mode_enum) \
+  E(CUaddress_mode, CUaddress_mode_enum) \
+  E(CUfilter_mode, CUfilter_mode_enum) \
+  E(CUresourceViewFormat, CUresourceViewFormat_enum) \
   E(CUtensorMapDataType, CUtensorMapDataType_enum) \
   E(CUtensorMapInterleave, CUtensorMapInterleave_enum) \
   E(CUtensorMapSwizzle, CUtensorMapSwizzle_enum) \
@@ -1601,6 +1702,10 @@ namespace ours {
   S(CUlaunchAttributeValue, CUlaunchAttributeValue_union) \
   S(CUlaunchAttribute, CUlaunchAttribute_st) \
   S(CUlaunchConfig, CUlaunchConfig_st) \
+  S(CUDA_LAUNCH_PARAMS_v1, CUDA_LAUNCH_PARAMS_st) \
+  S(CUDA_RESOURCE_DESC_v1, CUDA_RESOURCE_DESC_st) \
+  S(CUDA_TEXTURE_DESC_v1, CUDA_TEXTURE_DESC_st) \
+  S(CUDA_RESOURCE_VIEW_DESC_v1, CUDA_RESOURCE_VIEW_DESC_st) \
   S(CUDA_GRAPH_INSTANTIATE_PARAMS, CUDA_GRAPH_INSTANTIATE_PARAMS_st) \
   S(CUDA_KERNEL_NODE_PARAMS_v1, CUDA_KERNEL_NODE_PARAMS_st) \
   S(CUDA_KERNEL_NODE_PARAMS_v2, CUDA_KERNEL_NODE_PARAMS_v2_st) \
@@ -1681,7 +1786,9 @@ namespace ours {
   T(CUdevice_v1) \
   T(CUmemGenericAllocationHandle_v1) \
   T(CUlogIterator) \
-  T(CUgraphConditionalHandle)
+  T(CUgraphConditionalHandle) \
+  T(CUtexObject_v1) \
+  T(CUsurfObject_v1)
 
 // T(alias, target): cuda.h maps the (often unversioned) alias to target.
 #define FGPU_TYPEDEF_ALIASES(T) \
@@ -1734,7 +1841,13 @@ namespace ours {
   T(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_v1) \
   T(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_v1) \
   T(CUmulticastObjectProp, CUmulticastObjectProp_v1) \
-  T(CUdevResource, CUdevResource_v1)
+  T(CUdevResource, CUdevResource_v1) \
+  T(CUtexObject, CUtexObject_v1) \
+  T(CUsurfObject, CUsurfObject_v1) \
+  T(CUDA_LAUNCH_PARAMS, CUDA_LAUNCH_PARAMS_v1) \
+  T(CUDA_RESOURCE_DESC, CUDA_RESOURCE_DESC_v1) \
+  T(CUDA_TEXTURE_DESC, CUDA_TEXTURE_DESC_v1) \
+  T(CUDA_RESOURCE_VIEW_DESC, CUDA_RESOURCE_VIEW_DESC_v1)
 // clang-format on
 
 namespace {

@@ -930,6 +930,67 @@ CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* pool_out, void* handle
 CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* shareData_out, CUdeviceptr ptr);
 CUresult cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData* shareData);
 
+// Legacy launch (deprecated): the configuration set by cuFuncSetBlockShape/cuFuncSetSharedSize and
+// cuParamSet*, launched on the legacy default stream (cuLaunch, cuLaunchGrid) or a given one
+CUresult cuParamSetSize(CUfunction hfunc, unsigned int numbytes);
+CUresult cuParamSeti(CUfunction hfunc, int offset, unsigned int value);
+CUresult cuParamSetf(CUfunction hfunc, int offset, float value);
+CUresult cuParamSetv(CUfunction hfunc, int offset, void* ptr, unsigned int numbytes);
+CUresult cuParamSetTexRef(CUfunction hfunc, int texunit, CUtexref hTexRef);
+CUresult cuLaunch(CUfunction f);
+CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height);
+CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream);
+CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices,
+                                              unsigned int flags);
+
+// Texture and surface objects
+CUresult cuTexObjectCreate(CUtexObject* pTexObject, const CUDA_RESOURCE_DESC* pResDesc,
+                           const CUDA_TEXTURE_DESC* pTexDesc, const CUDA_RESOURCE_VIEW_DESC* pResViewDesc);
+CUresult cuTexObjectDestroy(CUtexObject texObject);
+CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc, CUtexObject texObject);
+CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC* pTexDesc, CUtexObject texObject);
+CUresult cuTexObjectGetResourceViewDesc(CUDA_RESOURCE_VIEW_DESC* pResViewDesc, CUtexObject texObject);
+CUresult cuSurfObjectCreate(CUsurfObject* pSurfObject, const CUDA_RESOURCE_DESC* pResDesc);
+CUresult cuSurfObjectDestroy(CUsurfObject surfObject);
+CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC* pResDesc, CUsurfObject surfObject);
+
+// Texture and surface references (deprecated). The unsuffixed address entry points are the
+// 32-bit legacy ones; cuda.h maps the names to _v2 (cuTexRefSetAddress2D to _v3).
+CUresult cuTexRefCreate(CUtexref* pTexRef);
+CUresult cuTexRefDestroy(CUtexref hTexRef);
+CUresult cuTexRefSetArray(CUtexref hTexRef, CUarray hArray, unsigned int Flags);
+CUresult cuTexRefSetMipmappedArray(CUtexref hTexRef, CUmipmappedArray hMipmappedArray, unsigned int Flags);
+CUresult cuTexRefSetAddress(unsigned int* ByteOffset, CUtexref hTexRef, CUdeviceptr_v1 dptr, unsigned int bytes);
+CUresult cuTexRefSetAddress_v2(size_t* ByteOffset, CUtexref hTexRef, CUdeviceptr dptr, size_t bytes);
+CUresult cuTexRefSetAddress2D(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR_v1* desc, CUdeviceptr_v1 dptr,
+                              unsigned int Pitch);
+CUresult cuTexRefSetAddress2D_v2(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR* desc, CUdeviceptr dptr, size_t Pitch);
+CUresult cuTexRefSetAddress2D_v3(CUtexref hTexRef, const CUDA_ARRAY_DESCRIPTOR* desc, CUdeviceptr dptr, size_t Pitch);
+CUresult cuTexRefSetFormat(CUtexref hTexRef, CUarray_format fmt, int NumPackedComponents);
+CUresult cuTexRefSetAddressMode(CUtexref hTexRef, int dim, CUaddress_mode am);
+CUresult cuTexRefSetFilterMode(CUtexref hTexRef, CUfilter_mode fm);
+CUresult cuTexRefSetMipmapFilterMode(CUtexref hTexRef, CUfilter_mode fm);
+CUresult cuTexRefSetMipmapLevelBias(CUtexref hTexRef, float bias);
+CUresult cuTexRefSetMipmapLevelClamp(CUtexref hTexRef, float minMipmapLevelClamp, float maxMipmapLevelClamp);
+CUresult cuTexRefSetMaxAnisotropy(CUtexref hTexRef, unsigned int maxAniso);
+CUresult cuTexRefSetBorderColor(CUtexref hTexRef, float* pBorderColor);
+CUresult cuTexRefSetFlags(CUtexref hTexRef, unsigned int Flags);
+CUresult cuTexRefGetAddress(CUdeviceptr_v1* pdptr, CUtexref hTexRef);
+CUresult cuTexRefGetAddress_v2(CUdeviceptr* pdptr, CUtexref hTexRef);
+CUresult cuTexRefGetArray(CUarray* phArray, CUtexref hTexRef);
+CUresult cuTexRefGetMipmappedArray(CUmipmappedArray* phMipmappedArray, CUtexref hTexRef);
+CUresult cuTexRefGetAddressMode(CUaddress_mode* pam, CUtexref hTexRef, int dim);
+CUresult cuTexRefGetFilterMode(CUfilter_mode* pfm, CUtexref hTexRef);
+CUresult cuTexRefGetFormat(CUarray_format* pFormat, int* pNumChannels, CUtexref hTexRef);
+CUresult cuTexRefGetMipmapFilterMode(CUfilter_mode* pfm, CUtexref hTexRef);
+CUresult cuTexRefGetMipmapLevelBias(float* pbias, CUtexref hTexRef);
+CUresult cuTexRefGetMipmapLevelClamp(float* pminMipmapLevelClamp, float* pmaxMipmapLevelClamp, CUtexref hTexRef);
+CUresult cuTexRefGetMaxAnisotropy(int* pmaxAniso, CUtexref hTexRef);
+CUresult cuTexRefGetBorderColor(float* pBorderColor, CUtexref hTexRef);
+CUresult cuTexRefGetFlags(unsigned int* pFlags, CUtexref hTexRef);
+CUresult cuSurfRefSetArray(CUsurfref hSurfRef, CUarray hArray, unsigned int Flags);
+CUresult cuSurfRefGetArray(CUarray* phArray, CUsurfref hSurfRef);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -1090,7 +1090,8 @@ typedef struct CUmemAccessDesc_st {
 } CUmemAccessDesc_v1;
 typedef CUmemAccessDesc_v1 CUmemAccessDesc;
 
-// Mapping tiles of sparse (and the memory of deferred-mapping) arrays: cuMemMapArrayAsync.
+// What a texture or surface object reads (CUDA_RESOURCE_DESC), and what cuMemMapArrayAsync maps
+// the tiles of (sparse arrays, the memory of deferred-mapping ones).
 typedef enum CUresourcetype_enum {
   CU_RESOURCE_TYPE_ARRAY = 0x00,
   CU_RESOURCE_TYPE_MIPMAPPED_ARRAY = 0x01,
@@ -1434,6 +1435,27 @@ typedef struct CUlaunchConfig_st {
   CUlaunchAttribute* attrs;
   unsigned int numAttrs;
 } CUlaunchConfig;
+
+// Argument of the deprecated cuLaunchCooperativeKernelMultiDevice: one launch per device.
+typedef struct CUDA_LAUNCH_PARAMS_st {
+  CUfunction function;
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  void** kernelParams;
+} CUDA_LAUNCH_PARAMS_v1;
+typedef CUDA_LAUNCH_PARAMS_v1 CUDA_LAUNCH_PARAMS;
+
+#define CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC   0x01
+#define CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC  0x02
+
+// cuParamSetTexRef's texture unit: the one the module's texture reference names.
+#define CU_PARAM_TR_DEFAULT -1
 
 // ---------------------------------------------------------------- graphs and stream capture
 typedef enum CUstreamCaptureMode_enum {
@@ -2062,6 +2084,129 @@ typedef struct CUdevResource_st {
   };
 } CUdevResource_v1;
 typedef CUdevResource_v1 CUdevResource;
+
+// ---------------------------------------------------------------- textures and surfaces
+// Texture and surface objects are 64-bit values, not pointers.
+typedef unsigned long long CUtexObject_v1;
+typedef CUtexObject_v1 CUtexObject;
+typedef unsigned long long CUsurfObject_v1;
+typedef CUsurfObject_v1 CUsurfObject;
+
+typedef enum CUaddress_mode_enum {
+  CU_TR_ADDRESS_MODE_WRAP = 0,
+  CU_TR_ADDRESS_MODE_CLAMP = 1,
+  CU_TR_ADDRESS_MODE_MIRROR = 2,
+  CU_TR_ADDRESS_MODE_BORDER = 3,
+} CUaddress_mode;
+
+typedef enum CUfilter_mode_enum {
+  CU_TR_FILTER_MODE_POINT = 0,
+  CU_TR_FILTER_MODE_LINEAR = 1,
+} CUfilter_mode;
+
+typedef struct CUDA_RESOURCE_DESC_st {
+  CUresourcetype resType;
+  union {
+    struct {
+      CUarray hArray;
+    } array;
+    struct {
+      CUmipmappedArray hMipmappedArray;
+    } mipmap;
+    struct {
+      CUdeviceptr devPtr;
+      CUarray_format format;
+      unsigned int numChannels;
+      size_t sizeInBytes;
+    } linear;
+    struct {
+      CUdeviceptr devPtr;
+      CUarray_format format;
+      unsigned int numChannels;
+      size_t width;
+      size_t height;
+      size_t pitchInBytes;
+    } pitch2D;
+    struct {
+      int reserved[32];
+    } reserved;
+  } res;
+  unsigned int flags;
+} CUDA_RESOURCE_DESC_v1;
+typedef CUDA_RESOURCE_DESC_v1 CUDA_RESOURCE_DESC;
+
+typedef struct CUDA_TEXTURE_DESC_st {
+  CUaddress_mode addressMode[3];
+  CUfilter_mode filterMode;
+  unsigned int flags;
+  unsigned int maxAnisotropy;
+  CUfilter_mode mipmapFilterMode;
+  float mipmapLevelBias;
+  float minMipmapLevelClamp;
+  float maxMipmapLevelClamp;
+  float borderColor[4];
+  int reserved[12];
+} CUDA_TEXTURE_DESC_v1;
+typedef CUDA_TEXTURE_DESC_v1 CUDA_TEXTURE_DESC;
+
+typedef enum CUresourceViewFormat_enum {
+  CU_RES_VIEW_FORMAT_NONE = 0x00,
+  CU_RES_VIEW_FORMAT_UINT_1X8 = 0x01,
+  CU_RES_VIEW_FORMAT_UINT_2X8 = 0x02,
+  CU_RES_VIEW_FORMAT_UINT_4X8 = 0x03,
+  CU_RES_VIEW_FORMAT_SINT_1X8 = 0x04,
+  CU_RES_VIEW_FORMAT_SINT_2X8 = 0x05,
+  CU_RES_VIEW_FORMAT_SINT_4X8 = 0x06,
+  CU_RES_VIEW_FORMAT_UINT_1X16 = 0x07,
+  CU_RES_VIEW_FORMAT_UINT_2X16 = 0x08,
+  CU_RES_VIEW_FORMAT_UINT_4X16 = 0x09,
+  CU_RES_VIEW_FORMAT_SINT_1X16 = 0x0a,
+  CU_RES_VIEW_FORMAT_SINT_2X16 = 0x0b,
+  CU_RES_VIEW_FORMAT_SINT_4X16 = 0x0c,
+  CU_RES_VIEW_FORMAT_UINT_1X32 = 0x0d,
+  CU_RES_VIEW_FORMAT_UINT_2X32 = 0x0e,
+  CU_RES_VIEW_FORMAT_UINT_4X32 = 0x0f,
+  CU_RES_VIEW_FORMAT_SINT_1X32 = 0x10,
+  CU_RES_VIEW_FORMAT_SINT_2X32 = 0x11,
+  CU_RES_VIEW_FORMAT_SINT_4X32 = 0x12,
+  CU_RES_VIEW_FORMAT_FLOAT_1X16 = 0x13,
+  CU_RES_VIEW_FORMAT_FLOAT_2X16 = 0x14,
+  CU_RES_VIEW_FORMAT_FLOAT_4X16 = 0x15,
+  CU_RES_VIEW_FORMAT_FLOAT_1X32 = 0x16,
+  CU_RES_VIEW_FORMAT_FLOAT_2X32 = 0x17,
+  CU_RES_VIEW_FORMAT_FLOAT_4X32 = 0x18,
+  CU_RES_VIEW_FORMAT_UNSIGNED_BC1 = 0x19,
+  CU_RES_VIEW_FORMAT_UNSIGNED_BC2 = 0x1a,
+  CU_RES_VIEW_FORMAT_UNSIGNED_BC3 = 0x1b,
+  CU_RES_VIEW_FORMAT_UNSIGNED_BC4 = 0x1c,
+  CU_RES_VIEW_FORMAT_SIGNED_BC4 = 0x1d,
+  CU_RES_VIEW_FORMAT_UNSIGNED_BC5 = 0x1e,
+  CU_RES_VIEW_FORMAT_SIGNED_BC5 = 0x1f,
+  CU_RES_VIEW_FORMAT_UNSIGNED_BC6H = 0x20,
+  CU_RES_VIEW_FORMAT_SIGNED_BC6H = 0x21,
+  CU_RES_VIEW_FORMAT_UNSIGNED_BC7 = 0x22,
+} CUresourceViewFormat;
+
+typedef struct CUDA_RESOURCE_VIEW_DESC_st {
+  CUresourceViewFormat format;
+  size_t width;
+  size_t height;
+  size_t depth;
+  unsigned int firstMipmapLevel;
+  unsigned int lastMipmapLevel;
+  unsigned int firstLayer;
+  unsigned int lastLayer;
+  unsigned int reserved[16];
+} CUDA_RESOURCE_VIEW_DESC_v1;
+typedef CUDA_RESOURCE_VIEW_DESC_v1 CUDA_RESOURCE_VIEW_DESC;
+
+// cuTexRefSetArray's only flag; the sampling flags of texture references and objects.
+#define CU_TRSA_OVERRIDE_FORMAT 0x01
+#define CU_TRSF_READ_AS_INTEGER         0x01
+#define CU_TRSF_NORMALIZED_COORDINATES  0x02
+#define CU_TRSF_SRGB  0x10
+#define CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION  0x20
+#define CU_TRSF_SEAMLESS_CUBEMAP  0x40
 
 // ---------------------------------------------------------------- driver entry points
 typedef enum CUdriverProcAddress_flags_enum {

@@ -1,6 +1,7 @@
 // ComputeGate: compute shares and priority inside the workload (docs/compute.md). Every launch
-// wrapper (cuLaunchKernel[_ptsz], cuLaunchKernelEx[_ptsz], cuLaunchCooperativeKernel[_ptsz],
-// cuGraphLaunch[_ptsz]) goes through GatedLaunch when ComputeGateArmed() says so.
+// wrapper (cuLaunchKernel[_ptsz], cuLaunchKernelEx[_ptsz], cuLaunchCooperativeKernel[_ptsz], the
+// legacy cuLaunch, cuLaunchGrid[Async] and cuLaunchCooperativeKernelMultiDevice, cuGraphLaunch[_ptsz])
+// goes through GatedLaunch when ComputeGateArmed() says so.
 //
 // Contract
 // - ComputeGateArmed(): one relaxed load and one compare; false while no device of the slice

@@ -2,7 +2,8 @@
 // entry point, one check that no compute share is set, and the call — no lock, no syscall,
 // no allocation, no logging. Otherwise (before init, or with compute shares) the out-of-line
 // slow path runs. Each variant forwards to its own real twin, so the per-thread-default-stream
-// choice the caller made is kept. cuLaunchKernelEx and cooperative launches are less frequent
+// choice the caller made is kept. cuLaunchKernelEx, cooperative launches and the deprecated legacy
+// launches (cuLaunch, cuLaunchGrid[Async], cuLaunchCooperativeKernelMultiDevice) are less frequent
 // and take the gate directly: they must not escape compute shares.
 #include "hook/compute/compute_gate.h"
 #include "hook/compute/launch_slow_path.h"
@@ -79,6 +80,26 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
                                         void** kernelParams) {
   return Gated(FGPU_REAL_CUDA(cuLaunchCooperativeKernel_ptsz), hStream, true, f, gridDimX, gridDimY, gridDimZ,
                blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
+}
+
+// The legacy launches: cuLaunch and cuLaunchGrid run on the legacy default stream.
+CUresult cuLaunch(CUfunction f) { return Gated(FGPU_REAL_CUDA(cuLaunch), nullptr, false, f); }
+
+CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height) {
+  return Gated(FGPU_REAL_CUDA(cuLaunchGrid), nullptr, false, f, grid_width, grid_height);
+}
+
+CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream) {
+  return Gated(FGPU_REAL_CUDA(cuLaunchGridAsync), hStream, false, f, grid_width, grid_height, hStream);
+}
+
+// One admission for the whole list, on the current context's GPU and the first launch's stream:
+// the gate knows one GPU per call (on a single-GPU slice, the one the list can name).
+CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices,
+                                              unsigned int flags) {
+  const CUstream stream = launchParamsList != nullptr && numDevices > 0 ? launchParamsList[0].hStream : nullptr;
+  return Gated(FGPU_REAL_CUDA(cuLaunchCooperativeKernelMultiDevice), stream, false, launchParamsList, numDevices,
+               flags);
 }
 
 }  // extern "C"

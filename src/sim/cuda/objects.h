@@ -142,10 +142,13 @@ struct Function {
   int registers = 16;
   int static_shared = 0;
   CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;
-  // Legacy launch configuration (cuFuncSetBlockShape / cuFuncSetSharedSize): kept, read by nothing
-  // the simulator exports (cuLaunch and cuParamSet* are not simulated).
+  // Legacy launch configuration (cuFuncSetBlockShape / cuFuncSetSharedSize / cuParamSet*): what
+  // cuLaunch and cuLaunchGrid[Async] launch with (api_launch.cc). Like the driver's, this state is
+  // the caller's to serialise: the legacy calls are not safe on one function from many threads.
   int block_shape[3] = {0, 0, 0};
   unsigned shared_size = 0;
+  std::vector<unsigned char> legacy_params;  // written by cuParamSet{i,f,v}, grown as they reach
+  unsigned legacy_param_size = 0;            // cuParamSetSize: the bytes a legacy launch passes
 };
 
 // Kernel launch as recorded in a graph or executed on a stream.
