@@ -31,6 +31,9 @@ uint64_t ArrayBytes(const CUDA_ARRAY3D_DESCRIPTOR& desc) { return MipmappedArray
 uint64_t MipmappedArrayBytes(const CUDA_ARRAY3D_DESCRIPTOR& desc, unsigned int levels) {
   const ArrayFormatLayout layout = LayoutOfArrayFormat(desc.Format, desc.NumChannels);
   if (layout.bytes == 0 || desc.Width == 0 || levels == 0 || levels > kMaxLevels) return 0;
+  // Such an array has no memory of its own: what is mapped under it (cuMemMapArrayAsync) is
+  // cuMemCreate's, charged there.
+  if ((desc.Flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING)) != 0) return 0;
   const bool layers = (desc.Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
   uint64_t total = 0;
   for (unsigned level = 0; level < levels; ++level) {

@@ -9,7 +9,9 @@
 // others), video and packed formats at 8 bytes per texel (the largest of them, Y416).
 // Returns 0 when the descriptor cannot be sized (zero width, no such format, channel count the
 // format cannot have, no levels): the driver refuses those, so the wrapper forwards them
-// untouched. Saturates at UINT64_MAX instead of overflowing.
+// untouched. Sparse and deferred-mapping arrays are 0 too, and so forwarded uncharged: they hold
+// no memory of their own; the physical memory mapped under them with cuMemMapArrayAsync comes
+// from cuMemCreate, which is charged. Saturates at UINT64_MAX instead of overflowing.
 #pragma once
 
 #include <cstdint>

@@ -51,6 +51,13 @@ TEST(ArrayBytesTest, FormatsTheSimulatorRefusesAreStillCharged) {
   EXPECT_EQ(ArrayBytes(Desc(10, 10, 0, CU_AD_FORMAT_NV12, 3)), 800u);  // upper bound, 8 bytes a texel
 }
 
+TEST(ArrayBytesTest, SparseAndDeferredMappingArraysHoldNoMemoryOfTheirOwn) {
+  EXPECT_EQ(ArrayBytes(Desc(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SPARSE)), 0u);
+  EXPECT_EQ(ArrayBytes(Desc(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_DEFERRED_MAPPING)), 0u);
+  EXPECT_EQ(MipmappedArrayBytes(Desc(256, 256, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SPARSE), 4), 0u);
+  EXPECT_EQ(ArrayBytes(Desc(16, 16, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SURFACE_LDST)), 1024u) << "other flags cost";
+}
+
 TEST(ArrayBytesTest, UnsizableDescriptorsAreZero) {
   EXPECT_EQ(ArrayBytes(Desc(0, 10, 0, CU_AD_FORMAT_FLOAT, 1)), 0u);
   EXPECT_EQ(ArrayBytes(Desc(10, 10, 0, static_cast<CUarray_format>(0x77), 1)), 0u);

@@ -19,10 +19,10 @@ CUresult CaptureMemAlloc(Graph& graph, const CUmemPoolProps& pool_props, uint64_
 // (CUDA_ERROR_INVALID_VALUE otherwise).
 CUresult CaptureMemFree(Graph& graph, CUdeviceptr dptr);
 
-// For api_memcpy.cc, whose asynchronous sets and copies answer CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-// during capture today (api_graph_nodes.cc): a captured set / copy as a memset / memcpy node after
-// the capture's dependencies, validated as cuGraphAddMemsetNode / cuGraphAddMemcpyNode validate
-// for the stream's context. Nothing is set or copied at capture.
+// For api_memcpy.cc's asynchronous sets and copies on a captured stream (api_graph_nodes.cc): a
+// captured set / copy as a memset / memcpy node after the capture's dependencies, validated as
+// cuGraphAddMemsetNode / cuGraphAddMemcpyNode validate for the stream's context. Nothing is set
+// or copied at capture.
 CUresult CaptureMemset(Graph& graph, const CUDA_MEMSET_NODE_PARAMS& params, Context& ctx);
 CUresult CaptureMemcpy(Graph& graph, const CUDA_MEMCPY3D& params, Context& ctx);
 

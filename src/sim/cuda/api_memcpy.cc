@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/api_graph.h"
 #include "sim/cuda/copy_3d.h"
 #include "sim/cuda/copy_entry.h"
 #include "sim/cuda/memory_registry.h"
@@ -39,14 +40,19 @@ CUresult EnterSyncCopy(bool per_thread, int* device) {
   return CUDA_SUCCESS;
 }
 
-CUresult EnterAsyncCopy(CUstream handle, bool per_thread, int* device) {
+CUresult EnterAsyncCopyOrCapture(CUstream handle, bool per_thread, int* device, CopyCapture* capture) {
   if (CUresult rc = Runtime::Get().RequireInit(); rc != CUDA_SUCCESS) return rc;
   Stream* stream = nullptr;
   if (CUresult rc = Runtime::Get().ResolveStream(handle, per_thread, &stream); rc != CUDA_SUCCESS) return rc;
-  // Captured copies become graph memcpy nodes, which the simulated graphs do not have.
-  if (stream->capture.load() != nullptr) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  *capture = CopyCapture{stream->capture.load(), stream->ctx};
   *device = stream->ctx->device;
   return CUDA_SUCCESS;
+}
+
+CUresult EnterAsyncCopy(CUstream handle, bool per_thread, int* device) {
+  CopyCapture capture;
+  if (CUresult rc = EnterAsyncCopyOrCapture(handle, per_thread, device, &capture); rc != CUDA_SUCCESS) return rc;
+  return capture.graph != nullptr ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
 namespace {
@@ -90,9 +96,41 @@ CUresult Sync1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, bool per_th
   return Copy1D(kind, dst, src, n, device);
 }
 
+// A linear copy as the one-row 3D copy a memcpy node holds.
+CUDA_MEMCPY3D Linear3D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n) {
+  CUDA_MEMCPY3D copy{};
+  const bool dst_device = kind == Kind1D::kHtoD || kind == Kind1D::kDtoD;
+  const bool src_device = kind == Kind1D::kDtoH || kind == Kind1D::kDtoD;
+  copy.dstMemoryType = kind == Kind1D::kUnified ? CU_MEMORYTYPE_UNIFIED
+                       : dst_device             ? CU_MEMORYTYPE_DEVICE
+                                                : CU_MEMORYTYPE_HOST;
+  copy.srcMemoryType = kind == Kind1D::kUnified ? CU_MEMORYTYPE_UNIFIED
+                       : src_device             ? CU_MEMORYTYPE_DEVICE
+                                                : CU_MEMORYTYPE_HOST;
+  if (copy.dstMemoryType == CU_MEMORYTYPE_HOST) {
+    copy.dstHost = reinterpret_cast<void*>(dst);
+  } else {
+    copy.dstDevice = dst;
+  }
+  if (copy.srcMemoryType == CU_MEMORYTYPE_HOST) {
+    copy.srcHost = reinterpret_cast<const void*>(src);
+  } else {
+    copy.srcDevice = src;
+  }
+  copy.WidthInBytes = n;
+  copy.Height = 1;
+  copy.Depth = 1;
+  return copy;
+}
+
+// Under capture a non-empty copy becomes a memcpy node (nothing is copied until the graph runs).
 CUresult Async1D(Kind1D kind, uint64_t dst, uint64_t src, uint64_t n, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  CopyCapture capture;
+  if (CUresult rc = EnterAsyncCopyOrCapture(stream, per_thread, &device, &capture); rc != CUDA_SUCCESS) return rc;
+  if (capture.graph != nullptr) {
+    return n == 0 ? CUDA_SUCCESS : CaptureMemcpy(*capture.graph, Linear3D(kind, dst, src, n), *capture.ctx);
+  }
   return Copy1D(kind, dst, src, n, device);
 }
 
@@ -100,8 +138,7 @@ uint64_t Ptr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // A 2D copy is a 3D copy of depth 1 (copy_3d.h), which also covers CUDA arrays.
 template <typename Params>
-CUresult Copy2D(const Params* p, int device) {
-  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+CUDA_MEMCPY3D Widen2D(const Params* p) {
   CUDA_MEMCPY3D copy{};
   copy.srcXInBytes = p->srcXInBytes;
   copy.srcY = p->srcY;
@@ -120,7 +157,13 @@ CUresult Copy2D(const Params* p, int device) {
   copy.WidthInBytes = p->WidthInBytes;
   copy.Height = p->Height;
   copy.Depth = 1;
-  return Copy3D(copy, device);
+  return copy;
+}
+
+template <typename Params>
+CUresult Copy2D(const Params* p, int device) {
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return Copy3D(Widen2D(p), device);
 }
 
 template <typename Params>
@@ -133,7 +176,12 @@ CUresult Sync2D(const Params* p, bool per_thread) {
 template <typename Params>
 CUresult Async2D(const Params* p, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  CopyCapture capture;
+  if (CUresult rc = EnterAsyncCopyOrCapture(stream, per_thread, &device, &capture); rc != CUDA_SUCCESS) return rc;
+  if (capture.graph != nullptr) {
+    if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return CaptureMemcpy(*capture.graph, Widen2D(p), *capture.ctx);
+  }
   return Copy2D(p, device);
 }
 
@@ -155,10 +203,21 @@ CUresult SyncSet(uint64_t dst, T value, uint64_t count, bool per_thread) {
   return Set(dst, value, count, device);
 }
 
+// Under capture a non-empty set becomes a memset node of `height` rows.
+template <typename T>
+CUresult CaptureSet(const CopyCapture& capture, uint64_t dst, uint64_t pitch, T value, uint64_t width,
+                    uint64_t height) {
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  const CUDA_MEMSET_NODE_PARAMS params{dst, height > 1 ? pitch : 0, value, sizeof(T), width, height};
+  return CaptureMemset(*capture.graph, params, *capture.ctx);
+}
+
 template <typename T>
 CUresult AsyncSet(uint64_t dst, T value, uint64_t count, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  CopyCapture capture;
+  if (CUresult rc = EnterAsyncCopyOrCapture(stream, per_thread, &device, &capture); rc != CUDA_SUCCESS) return rc;
+  if (capture.graph != nullptr) return CaptureSet(capture, dst, 0, value, count, 1);
   return Set(dst, value, count, device);
 }
 
@@ -190,7 +249,9 @@ template <typename T>
 CUresult AsyncSet2D(uint64_t dst, uint64_t pitch, T value, uint64_t width, uint64_t height, CUstream stream,
                     bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  CopyCapture capture;
+  if (CUresult rc = EnterAsyncCopyOrCapture(stream, per_thread, &device, &capture); rc != CUDA_SUCCESS) return rc;
+  if (capture.graph != nullptr) return CaptureSet(capture, dst, pitch, value, width, height);
   return Set2D(dst, pitch, value, width, height, device);
 }
 

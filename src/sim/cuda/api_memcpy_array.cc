@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "core/abi/cuda_api.h"
+#include "sim/cuda/api_graph.h"
 #include "sim/cuda/array_store.h"
 #include "sim/cuda/copy_3d.h"
 #include "sim/cuda/copy_entry.h"
@@ -63,8 +64,10 @@ CUresult SyncCopy3D(const Params* p, bool per_thread) {
 template <typename Params>
 CUresult AsyncCopy3D(const Params* p, CUstream stream, bool per_thread) {
   int device = 0;
-  if (CUresult rc = EnterAsyncCopy(stream, per_thread, &device); rc != CUDA_SUCCESS) return rc;
+  CopyCapture capture;
+  if (CUresult rc = EnterAsyncCopyOrCapture(stream, per_thread, &device, &capture); rc != CUDA_SUCCESS) return rc;
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (capture.graph != nullptr) return CaptureMemcpy(*capture.graph, Widen3D(*p), *capture.ctx);
   return Copy3D(Widen3D(*p), device);
 }
 
