@@ -750,4 +750,87 @@ print(" ".join(map(str, results)))') || fail "the attacker's NVML calls did not 
   expect_body_contains '"mig_profile":"3g.40gb","mig_start":4'
 }
 
+# CUDA IPC between users (docs/security.md "CUDA IPC"): the victim exports a memory handle and an
+# interprocess event handle and leaks their 64 bytes each in a world-readable file. The attacker's
+# cuIpcOpenMemHandle and cuIpcOpenEventHandle answer CUDA_ERROR_INVALID_HANDLE (as for a handle
+# whose exporter is gone), nothing of the victim's is mapped in its process or reachable through
+# /proc, and the victim's data and event are unchanged; a second process of the victim opens the
+# same handles and reads the data. Once beside `fgpu sim run`, once in `fgpu run` slices of the two
+# users on one GPU.
+case_ipc_handles_of_another_user() {
+  require_probe_and_driver
+  start_agent
+  chmod 0666 "/dev/shm$SEGMENT"
+  cp "$(dirname "$0")/../programs/cuda_ipc_peer.py" "$SCRATCH/cuda_ipc_peer.py"
+  chmod 0644 "$SCRATCH/cuda_ipc_peer.py"
+  for uid in "$VICTIM" "$ATTACKER"; do
+    mkdir "$SCRATCH/home-$uid" && chown "$uid:$uid" "$SCRATCH/home-$uid"
+  done
+  for where in beside_sim_run in_slices; do
+    ipc_attempt "$where"
+  done
+}
+
+# on_gpu WHERE UID CMD...: CMD as UID on the simulated GPU 0, in a process of `fgpu sim run` or in
+# a slice of its own (`fgpu run` through the agent).
+on_gpu() {
+  where=$1 uid=$2
+  shift 2
+  case "$where" in
+    beside_sim_run) set -- "$FGPU" sim run --segment "$SEGMENT" --config "$SCRATCH/gpus.json" -- "$@" ;;
+    in_slices) set -- "$FGPU" run --agent "$STATE/agent.sock" --memory 1GiB --device 0 -- "$@" ;;
+  esac
+  as "$uid" env HOME="$SCRATCH/home-$uid" TMPDIR="$SCRATCH/home-$uid" "$@"
+}
+
+# expect_step FILE STEP TEXT...: FILE's line of STEP holds every TEXT.
+expect_step() {
+  file=$1 step=$2
+  shift 2
+  line=$(grep -F "\"step\": \"$step\"" "$file") || fail "no $step step in $file: $(cat "$file" "${file%.out}.err" 2>/dev/null)"
+  for text in "$@"; do
+    case "$line" in *"$text"*) ;; *) fail "$step lacks '$text': $line" ;; esac
+  done
+}
+
+ipc_attempt() {
+  where=$1
+  dir="$SCRATCH/ipc-$where"
+  mkdir "$dir"  # root's, 0755: what the victim prints there every user reads (the leak)
+  on_gpu "$where" "$VICTIM" "$PYTHON" "$SCRATCH/cuda_ipc_peer.py" export 1048576 "$dir/release" \
+    >"$dir/export.out" 2>"$dir/export.err" &
+  exporter=$!
+  PIDS="$PIDS $exporter"
+  waited=0
+  until grep -q '"step": "export"' "$dir/export.out"; do
+    [ "$waited" -lt 150 ] || fail "$where: the victim did not export: $(cat "$dir/export.out" "$dir/export.err")"
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  expect_step "$dir/export.out" export '"ok": true'
+  as "$ATTACKER" cat "$dir/export.out" >/dev/null || fail "$where: the leaked handles are not readable"
+  # The exported memory and event page are memfds of the victim's, 0600.
+  owner_pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' "$dir/export.out")
+  memfds=""
+  for fd in /proc/"$owner_pid"/fd/*; do
+    case "$(readlink "$fd")" in *memfd:fgpu-sim-ipc*) memfds="$memfds $(stat -L -c '%a:%u' "$fd")" ;; esac
+  done
+  [ "$memfds" = " 600:$VICTIM 600:$VICTIM" ] || fail "$where: the victim's IPC memfds are '$memfds', not two 600:$VICTIM"
+  on_gpu "$where" "$ATTACKER" "$PYTHON" "$SCRATCH/cuda_ipc_peer.py" open "$dir/export.out" --scribble \
+    >"$dir/attacker.out" 2>"$dir/attacker.err" || fail "$where: the attacker's program failed: $(cat "$dir/attacker.err")"
+  echo "$where, the attacker:"
+  sed 's/^/  /' "$dir/attacker.out"
+  expect_step "$dir/attacker.out" open_mem '"code": "CUDA_ERROR_INVALID_HANDLE"'
+  expect_step "$dir/attacker.out" open_event '"code": "CUDA_ERROR_INVALID_HANDLE"'
+  expect_step "$dir/attacker.out" reach '"ipc_mappings": 0' '"through_proc": "EACCES"'
+  # The handles are good: a second process of the victim's opens them.
+  on_gpu "$where" "$VICTIM" "$PYTHON" "$SCRATCH/cuda_ipc_peer.py" open "$dir/export.out" \
+    >"$dir/owner.out" 2>"$dir/owner.err" || fail "$where: the victim's second process failed: $(cat "$dir/owner.err")"
+  expect_step "$dir/owner.out" open_mem '"code": "CUDA_SUCCESS"' '"reads_the_pattern": true'
+  expect_step "$dir/owner.out" open_event '"code": "CUDA_SUCCESS"'
+  touch "$dir/release"
+  wait "$exporter" || fail "$where: the victim's exporter failed: $(cat "$dir/export.err")"
+  expect_step "$dir/export.out" check '"unchanged": true' '"event_query": "CUDA_SUCCESS"'
+}
+
 run_case "$@"

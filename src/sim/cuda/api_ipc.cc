@@ -4,6 +4,9 @@
 // importer opens /proc/<pid>/fd/<fd> and maps the same pages. Nothing is charged twice: the
 // exporter's allocation holds the device memory, an import holds none. An interprocess event
 // keeps its completion time on a shared page, so a record in one process is seen in the other.
+// Who may open a handle is the kernel's rule for /proc/<pid>/fd (the exporter's own user, or
+// root), as a real driver's is whether the processes may reach each other; the memfds are 0600 on
+// top, so a descriptor that escapes is no key for other users (docs/security.md "CUDA IPC").
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -92,7 +95,20 @@ int OrdinalOfPhysical(int physical) {
   return -1;
 }
 
-// The exporter's descriptor, opened through /proc: NotFound when it (or the process) is gone.
+// A memfd only its creator's user may open again (memfd_create makes it 0777): opening through
+// /proc checks the inode's mode after the process's, so a leaked path is no key either.
+int OwnerOnlyMemfd(const char* name) {
+  const int fd = ::memfd_create(name, MFD_CLOEXEC);
+  if (fd >= 0 && ::fchmod(fd, S_IRUSR | S_IWUSR) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The exporter's descriptor, opened through /proc: -1 when it (or the process) is gone and when
+// the caller may not reach it (another user's process): one answer, so a handle tells another
+// user nothing, not even whether its exporter lives.
 int OpenExported(const HandleBody& body) {
   const std::string path = "/proc/" + std::to_string(body.pid) + "/fd/" + std::to_string(body.fd);
   return ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -101,7 +117,7 @@ int OpenExported(const HandleBody& body) {
 // Moves [base, base + length) onto a new memfd at the same address: the resident pages are
 // copied (untouched ones are zero in both), so data written before the export is kept.
 int MoveOntoMemfd(uint64_t base, uint64_t length) {
-  const int fd = ::memfd_create("fgpu-sim-ipc", MFD_CLOEXEC);
+  const int fd = OwnerOnlyMemfd("fgpu-sim-ipc");
   if (fd < 0) return -1;
   void* staging = MAP_FAILED;
   if (::ftruncate(fd, static_cast<off_t>(length)) == 0) {
@@ -182,7 +198,7 @@ CUresult OpenMemHandle(CUdeviceptr* pdptr, CUipcMemHandle handle, unsigned flags
     return CUDA_SUCCESS;
   }
   const int fd = OpenExported(body);
-  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;  // the exporter, or its allocation, is gone
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;  // gone, or another user's
   struct stat st{};
   void* mapped = MAP_FAILED;
   if (::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == body.size) {
@@ -242,7 +258,7 @@ CUresult GetEventHandle(CUipcEventHandle* handle, CUevent event_handle) {
   IpcTables& tables = Tables();
   std::lock_guard lock(tables.mu);
   if (event->shared == nullptr) {
-    const int fd = ::memfd_create("fgpu-sim-ipc-event", MFD_CLOEXEC);
+    const int fd = OwnerOnlyMemfd("fgpu-sim-ipc-event");
     if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
     void* page = MAP_FAILED;
     if (::ftruncate(fd, static_cast<off_t>(PageSize())) == 0) {
@@ -277,7 +293,7 @@ CUresult OpenEventHandle(CUevent* event_out, CUipcEventHandle handle) {
   if (body.magic != kEventMagic || body.version != kHandleVersion || body.size != PageSize()) return CUDA_ERROR_INVALID_VALUE;
   if (body.pid == ::getpid()) return CUDA_ERROR_INVALID_CONTEXT;
   const int fd = OpenExported(body);
-  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;  // gone, or another user's
   void* page = ::mmap(nullptr, PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   if (page == MAP_FAILED) return CUDA_ERROR_MAP_FAILED;

@@ -2,12 +2,16 @@
 // events between processes, the occupancy calculators, the JIT linker, peer access, host
 // allocation flags and the profiler switches. Each test runs in a forked child (its own cuInit
 // and segment); the IPC tests fork once more before cuInit, for a second process on the segment.
+#include <dirent.h>
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -209,6 +213,103 @@ TEST(SimIpc, AnEventRecordedInOneProcessIsWaitedOnInAnother) {
     if (std::string verdict = ImporterVerdict(report, importer); !verdict.empty()) return verdict;
     FGPU_REQUIRE_CU(cuEventDestroy_v2(shared), CUDA_SUCCESS);
     FGPU_REQUIRE_CU(cuEventDestroy_v2(timed), CUDA_SUCCESS);
+    return std::string();
+  }), "");
+}
+
+// The permission bits of this process's open IPC memfds (memfd_create names them
+// "fgpu-sim-ipc" and "fgpu-sim-ipc-event").
+std::vector<unsigned> IpcMemfdModes() {
+  std::vector<unsigned> modes;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return modes;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string path = std::string("/proc/self/fd/") + entry->d_name;
+    char target[256] = {};
+    if (readlink(path.c_str(), target, sizeof target - 1) <= 0) continue;
+    struct stat st{};
+    if (std::strstr(target, "memfd:fgpu-sim-ipc") != nullptr && stat(path.c_str(), &st) == 0) {
+      modes.push_back(st.st_mode & 07777);
+    }
+  }
+  closedir(dir);
+  return modes;
+}
+
+// How many of this process's mappings are of the IPC memfds.
+int IpcMappings() {
+  std::ifstream maps("/proc/self/maps");
+  int count = 0;
+  for (std::string line; std::getline(maps, line);) count += line.find("memfd:fgpu-sim-ipc") != std::string::npos;
+  return count;
+}
+
+// Another user who obtains the 64 bytes of a handle (leaked through a file, say) cannot open them:
+// the same answer as a handle whose exporter is gone, nothing mapped, the owner's data unchanged;
+// a process of the owner's user opens the same handles. The other user's importer initialises as
+// root and then drops to uid/gid 4242, so it is on the segment (whose mode the tests leave alone).
+TEST(SimIpc, AnotherUsersProcessCannotOpenTheHandles) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to become another user";
+  EXPECT_EQ(RunInteropSim([] {
+    Channel to_owner, to_stranger, owner_report, stranger_report;
+    const pid_t owner = ForkImporter(owner_report, [&]() -> std::string {
+      CUipcMemHandle memory{};
+      CUipcEventHandle event_handle{};
+      FGPU_REQUIRE(to_owner.Receive(&memory) && to_owner.Receive(&event_handle));
+      PrimaryContext ctx;
+      FGPU_REQUIRE(ctx.ok());
+      CUdeviceptr mapped = 0;
+      FGPU_REQUIRE_CU(cuIpcOpenMemHandle_v2(&mapped, memory, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), CUDA_SUCCESS);
+      uint32_t word = 0;
+      FGPU_REQUIRE_CU(cuMemcpyDtoH_v2(&word, mapped + 40, 4), CUDA_SUCCESS);
+      FGPU_REQUIRE(word == 10 * 7);
+      CUevent event = nullptr;
+      FGPU_REQUIRE_CU(cuIpcOpenEventHandle(&event, event_handle), CUDA_SUCCESS);
+      FGPU_REQUIRE_CU(cuEventDestroy_v2(event), CUDA_SUCCESS);
+      FGPU_REQUIRE_CU(cuIpcCloseMemHandle(mapped), CUDA_SUCCESS);
+      return "";
+    });
+    const pid_t stranger = ForkImporter(stranger_report, [&]() -> std::string {
+      CUipcMemHandle memory{};
+      CUipcEventHandle event_handle{};
+      FGPU_REQUIRE(to_stranger.Receive(&memory) && to_stranger.Receive(&event_handle));
+      PrimaryContext ctx;
+      FGPU_REQUIRE(ctx.ok());
+      FGPU_REQUIRE(setgroups(0, nullptr) == 0 && setresgid(4242, 4242, 4242) == 0 && setresuid(4242, 4242, 4242) == 0);
+      CUdeviceptr mapped = 0;
+      FGPU_REQUIRE_CU(cuIpcOpenMemHandle_v2(&mapped, memory, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), CUDA_ERROR_INVALID_HANDLE);
+      FGPU_REQUIRE(mapped == 0);
+      CUevent event = nullptr;
+      FGPU_REQUIRE_CU(cuIpcOpenEventHandle(&event, event_handle), CUDA_ERROR_INVALID_HANDLE);
+      FGPU_REQUIRE(event == nullptr);
+      FGPU_REQUIRE(IpcMappings() == 0);
+      return "";
+    });
+    PrimaryContext ctx;
+    FGPU_REQUIRE(ctx.ok());
+    CUdeviceptr buffer = 0;
+    FGPU_REQUIRE_CU(cuMemAlloc_v2(&buffer, 8 * kMiB), CUDA_SUCCESS);
+    std::vector<uint32_t> pattern(1024);
+    for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint32_t>(i * 7);
+    FGPU_REQUIRE_CU(cuMemcpyHtoD_v2(buffer, pattern.data(), pattern.size() * 4), CUDA_SUCCESS);
+    CUevent shared = nullptr;
+    FGPU_REQUIRE_CU(cuEventCreate(&shared, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+    CUipcMemHandle memory{};
+    CUipcEventHandle event_handle{};
+    FGPU_REQUIRE_CU(cuIpcGetMemHandle(&memory, buffer), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuIpcGetEventHandle(&event_handle, shared), CUDA_SUCCESS);
+    const std::vector<unsigned> modes = IpcMemfdModes();
+    FGPU_REQUIRE(modes.size() == 2);
+    for (unsigned mode : modes) FGPU_REQUIRE(mode == 0600);
+    FGPU_REQUIRE(to_stranger.Send(memory) && to_stranger.Send(event_handle));
+    if (std::string verdict = ImporterVerdict(stranger_report, stranger); !verdict.empty()) return "stranger " + verdict;
+    FGPU_REQUIRE(to_owner.Send(memory) && to_owner.Send(event_handle));
+    if (std::string verdict = ImporterVerdict(owner_report, owner); !verdict.empty()) return "owner " + verdict;
+    std::vector<uint32_t> after(pattern.size());
+    FGPU_REQUIRE_CU(cuMemcpyDtoH_v2(after.data(), buffer, after.size() * 4), CUDA_SUCCESS);
+    FGPU_REQUIRE(after == pattern);
+    FGPU_REQUIRE_CU(cuEventDestroy_v2(shared), CUDA_SUCCESS);
+    FGPU_REQUIRE_CU(cuMemFree_v2(buffer), CUDA_SUCCESS);
     return std::string();
   }), "");
 }
