@@ -96,7 +96,7 @@ int OrdinalOfPhysical(int physical) {
 }
 
 // A memfd only its creator's user may open again (memfd_create makes it 0777): opening through
-// /proc checks the inode's mode after the process's, so a leaked path is no key either.
+// /proc checks the inode's mode after the process's, so one that escapes is no key to another user.
 int OwnerOnlyMemfd(const char* name) {
   const int fd = ::memfd_create(name, MFD_CLOEXEC);
   if (fd >= 0 && ::fchmod(fd, S_IRUSR | S_IWUSR) != 0) {
