@@ -170,6 +170,12 @@ CUresult Create(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAl
                            std::to_string(prop->requestedHandleTypes);
   if (p->charged != 0 && !Runtime::Get().Charge(device, p->charged)) return CUDA_ERROR_OUT_OF_MEMORY;
   p->fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  // Owner-only (memfd_create makes it 0777): a descriptor handed over (SCM_RIGHTS) works for its
+  // receiver whoever it is, but reopening it by path (/proc/<pid>/fd) opens nothing for another user.
+  if (p->fd >= 0 && fchmod(p->fd, S_IRUSR | S_IWUSR) != 0) {
+    close(p->fd);
+    p->fd = -1;
+  }
   if (p->fd < 0 || ftruncate(p->fd, static_cast<off_t>(size)) != 0) {
     if (p->fd >= 0) close(p->fd);
     if (p->charged != 0) Runtime::Get().Credit(device, p->charged);

@@ -1,6 +1,7 @@
 // Tests of the simulated driver's virtual memory management, stream-ordered pools
 // and CUDA arrays, through the exported C ABI, each in a forked child.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -197,6 +198,8 @@ TEST(SimVmm, PropertiesHostMemoryAndShareableHandles) {
               FGPU_REQUIRE_CU(
                   cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                   CUDA_SUCCESS);
+              struct stat exported_stat {};
+              FGPU_REQUIRE(fstat(fd, &exported_stat) == 0 && (exported_stat.st_mode & 0777) == 0600);  // owner-only
               CUmemGenericAllocationHandle imported = 0;
               FGPU_REQUIRE_CU(cuMemImportFromShareableHandle(
                                   &imported, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
