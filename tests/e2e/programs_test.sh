@@ -95,6 +95,43 @@ case_module_globals_in_a_slice() {
   [ "$last" -eq "$start" ] || fail "unloading did not give the modules' memory back: $OUT"
 }
 
+# A green context costs a context's overhead like any other: in a 2 GiB slice green contexts are
+# created until one is refused with CUDA_ERROR_OUT_OF_MEMORY (nothing charged for it), and
+# destroying them (cuGreenCtxDestroy) gives back their overhead and the 100 MiB allocated under
+# the first one (docs/hook-memory.md "Contexts"). The simulated GPU alone would make all ten.
+case_green_contexts_in_a_slice() {
+  [ -f "$FGPU_BUILD_SIM_LIBDIR/libcuda.so.1" ] || skip "the simulated driver is not built"
+  [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
+  [ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+  mib=1048576
+  run_fgpu sim run --segment "/fgpu-e2e-green-$$" -- "$FGPU" run --memory 2GiB -- \
+    /usr/bin/python3 "$PROGRAMS/green_contexts.py" 10 $((100 * mib))
+  expect_status 0
+  free_of() { printf '%s' "$1" | sed -n 's/.*"free": \([0-9]*\).*/\1/p'; }
+  start=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "start", "code": 0,')")
+  [ -n "$start" ] || fail "no green context resources: $OUT"
+  first=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "create", "code": 0, .*"index": 0,')")
+  allocated=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "alloc", "code": 0,')")
+  [ -n "$first" ] && [ -n "$allocated" ] || fail "the first green context or its allocation failed: $OUT"
+  overhead=$((start - first))
+  [ "$overhead" -gt 0 ] || fail "the first green context was not charged: $OUT"
+  [ $((first - allocated)) -eq $((100 * mib)) ] || fail "100 MiB under a green context was charged $((first - allocated)): $OUT"
+  created=$(printf '%s\n' "$OUT" | grep -c '"step": "create", "code": 0,')
+  refused=$(printf '%s\n' "$OUT" | grep '"step": "create", "code": 2,')
+  [ "$created" -ge 1 ] && [ "$created" -lt 10 ] || fail "expected the slice to refuse a green context: $OUT"
+  case "$refused" in *'"null": true'*) ;; *) fail "the refusal was not CUDA_ERROR_OUT_OF_MEMORY with a NULL handle: $OUT" ;; esac
+  before_refusal=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "create", "code": 0,' | tail -n 1)")
+  [ "$(free_of "$refused")" -eq "$before_refusal" ] || fail "the refused green context kept a charge: $OUT"
+  [ "$before_refusal" -lt "$overhead" ] || fail "refused with room for one more ($before_refusal free, $overhead each): $OUT"
+  destroyed=$(printf '%s\n' "$OUT" | grep -c '"step": "destroy", "code": 0,')
+  [ "$destroyed" -eq "$created" ] || fail "not every green context was destroyed: $OUT"
+  freed_first=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "destroy", "code": 0, .*"index": 0')")
+  [ $((freed_first - before_refusal)) -eq $((overhead + 100 * mib)) ] ||
+    fail "destroying the first green context did not give back its overhead and allocation: $OUT"
+  last=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "destroy"' | tail -n 1)")
+  [ "$last" -eq "$start" ] || fail "destroying the green contexts did not give everything back: $OUT"
+}
+
 # A VMM allocation shared through a file descriptor (NCCL's and PyTorch's expandable segments' way)
 # is charged once, to its creator: the import and its release leave the slice's free memory as
 # it was; releasing the original gives the 1 GiB back (HAMi's exporter-only policy too).

@@ -25,6 +25,7 @@ RealCalls ResolveRealCalls() {
   ByName(&calls.ctx_push_current, RealCudaByName, "cuCtxPushCurrent_v2");
   ByName(&calls.ctx_pop_current, RealCudaByName, "cuCtxPopCurrent_v2");
   ByName(&calls.primary_ctx_get_state, RealCudaByName, "cuDevicePrimaryCtxGetState");
+  ByName(&calls.ctx_from_green_ctx, RealCudaByName, "cuCtxFromGreenCtx");
   ByName(&calls.ctx_set_current, RealCudaByName, "cuCtxSetCurrent");
   ByName(&calls.event_create, RealCudaByName, "cuEventCreate");
   ByName(&calls.event_record, RealCudaByName, "cuEventRecord");
@@ -38,6 +39,7 @@ RealCalls ResolveRealCalls() {
   calls.ctx_destroy = RealCuda<decltype(calls.ctx_destroy)>(CudaSymbol::k_cuCtxDestroy_v2);
   calls.primary_ctx_release =
       RealCuda<decltype(calls.primary_ctx_release)>(CudaSymbol::k_cuDevicePrimaryCtxRelease_v2);
+  calls.green_ctx_destroy = RealCuda<decltype(calls.green_ctx_destroy)>(CudaSymbol::k_cuGreenCtxDestroy);
   ByName(&calls.nvml_init, RealNvmlByName, "nvmlInit_v2");
   ByName(&calls.nvml_get_handle_by_uuid, RealNvmlByName, "nvmlDeviceGetHandleByUUID");
   ByName(&calls.nvml_device_get_uuid, RealNvmlByName, "nvmlDeviceGetUUID");

@@ -4,7 +4,7 @@
 //
 // Contract: any pointer may be null when the real library lacks the symbol (an older driver, no
 // NVML); every user checks and degrades as documented at its use. The hooked ones
-// (cuMemGetInfo_v2, cuCtxDestroy_v2, cuDevicePrimaryCtxRelease_v2) are the real functions
+// (cuMemGetInfo_v2, cuCtxDestroy_v2, cuDevicePrimaryCtxRelease_v2, cuGreenCtxDestroy) are the real functions
 // behind our wrappers, never the wrappers.
 #pragma once
 
@@ -33,6 +33,9 @@ struct RealCalls {
   CUresult (*ctx_destroy)(CUcontext) = nullptr;
   CUresult (*primary_ctx_get_state)(CUdevice, unsigned int*, int*) = nullptr;
   CUresult (*primary_ctx_release)(CUdevice) = nullptr;
+  // Green contexts (CUDA 12.4+): the CUcontext allocations under one are attributed to, and undoing one
+  CUresult (*ctx_from_green_ctx)(CUcontext*, CUgreenCtx) = nullptr;
+  CUresult (*green_ctx_destroy)(CUgreenCtx) = nullptr;
   // Compute gate: completion markers and the device-timed span of a batch
   CUresult (*ctx_set_current)(CUcontext) = nullptr;
   CUresult (*event_create)(CUevent*, unsigned int) = nullptr;

@@ -22,11 +22,11 @@ bool ContextAccounting::AddRecord(const Record& record) {
   return false;
 }
 
-bool ContextAccounting::TakeRecord(CUcontext ctx, bool primary, Record* record) {
+bool ContextAccounting::TakeRecord(CUcontext ctx, Kind kind, Record* record) {
   if (ctx == nullptr) return false;
   PthreadLock lock(&registry_lock_);
   for (Record& slot : records_) {
-    if (slot.ctx == ctx && slot.primary == primary) {
+    if (slot.ctx == ctx && slot.kind == kind) {
       *record = slot;
       slot = Record{};
       return true;
@@ -38,7 +38,7 @@ bool ContextAccounting::TakeRecord(CUcontext ctx, bool primary, Record* record) 
 bool ContextAccounting::FindPrimary(CUdevice device, Record* record) const {
   PthreadLock lock(&registry_lock_);
   for (const Record& slot : records_) {
-    if (slot.ctx != nullptr && slot.primary && slot.device == device) {
+    if (slot.ctx != nullptr && slot.kind == Kind::kPrimary && slot.device == device) {
       *record = slot;
       return true;
     }
@@ -66,7 +66,7 @@ bool ContextAccounting::Charged(CUcontext ctx, uint64_t* bytes, OverheadMethod* 
   return false;
 }
 
-CUresult ContextAccounting::Admit(CUcontext* pctx, CUdevice device, bool primary,
+CUresult ContextAccounting::Admit(CUcontext* pctx, CUdevice device, Kind kind,
                                   FunctionRef<CUresult(CUcontext*)> make,
                                   FunctionRef<void(CUcontext)> unmake) {
   const ContextMeter::Baseline before = meter_->Before(device, AnyContextOn(device));
@@ -77,7 +77,7 @@ CUresult ContextAccounting::Admit(CUcontext* pctx, CUdevice device, bool primary
   Record record;
   record.ctx = ctx;
   record.device = device;
-  record.primary = primary;
+  record.kind = kind;
   record.method = measured.method;
   if (!memory_->Reserve(Attribution{device, nullptr}, measured.bytes, &record.charge)) {
     unmake(ctx);
@@ -105,18 +105,15 @@ CUresult ContextAccounting::Create(CUcontext* pctx, CUdevice device,
                                    FunctionRef<CUresult(CUcontext*)> create) {
   if (pctx == nullptr) return create(pctx);
   PthreadLock lock(DeviceLock(device));
-  return Admit(pctx, device, /*primary=*/false, create, [this](CUcontext ctx) {
+  return Admit(pctx, device, Kind::kCreated, create, [this](CUcontext ctx) {
     if (calls_->ctx_destroy != nullptr) calls_->ctx_destroy(ctx);
   });
 }
 
-CUresult ContextAccounting::Destroy(CUcontext ctx, FunctionRef<CUresult(CUcontext)> destroy) {
-  Record record;
-  // Primary contexts are released, not destroyed: the driver refuses, and nothing changes.
-  if (!TakeRecord(ctx, /*primary=*/false, &record)) return destroy(ctx);
+CUresult ContextAccounting::TearDown(const Record& record, FunctionRef<CUresult()> teardown) {
   PthreadLock lock(DeviceLock(record.device));
-  const std::vector<ClaimedEntry> owned = memory_->ClaimOwnedBy(ctx);
-  const CUresult rc = destroy(ctx);
+  const std::vector<ClaimedEntry> owned = memory_->ClaimOwnedBy(record.ctx);
+  const CUresult rc = teardown();
   if (rc == CUDA_SUCCESS) {
     Credit(record, owned);
   } else {
@@ -124,6 +121,50 @@ CUresult ContextAccounting::Destroy(CUcontext ctx, FunctionRef<CUresult(CUcontex
     AddRecord(record);
   }
   return rc;
+}
+
+CUresult ContextAccounting::Destroy(CUcontext ctx, FunctionRef<CUresult(CUcontext)> destroy) {
+  Record record;
+  // Primary contexts are released, not destroyed, and green ones end with cuGreenCtxDestroy (their
+  // CUcontext counts as a primary context): the driver refuses or leaves the green context to its
+  // own teardown; nothing is credited here.
+  if (!TakeRecord(ctx, Kind::kCreated, &record)) return destroy(ctx);
+  return TearDown(record, [&] { return destroy(ctx); });
+}
+
+CUresult ContextAccounting::CreateGreen(CUgreenCtx* pgreen, CUdevice device,
+                                        FunctionRef<CUresult(CUgreenCtx*)> create) {
+  if (pgreen == nullptr) return create(pgreen);
+  // Both came with green contexts (CUDA 12.4): without them the charge could neither be keyed to
+  // the allocations made under the context nor undone over the cap.
+  if (calls_->ctx_from_green_ctx == nullptr || calls_->green_ctx_destroy == nullptr) {
+    memory_->ledger().CountFailClosedRefusal();
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  PthreadLock lock(DeviceLock(device));
+  auto undo = [&] {
+    calls_->green_ctx_destroy(*pgreen);
+    *pgreen = nullptr;
+  };
+  auto make = [&](CUcontext* out) {
+    const CUresult rc = create(pgreen);
+    if (rc != CUDA_SUCCESS) return rc;
+    const CUresult converted = calls_->ctx_from_green_ctx(out, *pgreen);
+    if (converted != CUDA_SUCCESS) undo();
+    return converted;
+  };
+  CUcontext ctx = nullptr;
+  return Admit(&ctx, device, Kind::kGreen, make, [&](CUcontext) { undo(); });
+}
+
+CUresult ContextAccounting::DestroyGreen(CUgreenCtx green, FunctionRef<CUresult(CUgreenCtx)> destroy) {
+  CUcontext ctx = nullptr;
+  Record record;
+  if (green == nullptr || calls_->ctx_from_green_ctx == nullptr ||
+      calls_->ctx_from_green_ctx(&ctx, green) != CUDA_SUCCESS || !TakeRecord(ctx, Kind::kGreen, &record)) {
+    return destroy(green);
+  }
+  return TearDown(record, [&] { return destroy(green); });
 }
 
 CUresult ContextAccounting::RetainPrimary(CUcontext* pctx, CUdevice device,
@@ -135,7 +176,7 @@ CUresult ContextAccounting::RetainPrimary(CUcontext* pctx, CUdevice device,
   // Already active: its overhead was charged when it became so. Invalid device: the driver says.
   if (calls_->primary_ctx_get_state(device, &flags, &active) != CUDA_SUCCESS || active != 0)
     return retain(pctx);
-  return Admit(pctx, device, /*primary=*/true, retain, [this, device](CUcontext) {
+  return Admit(pctx, device, Kind::kPrimary, retain, [this, device](CUcontext) {
     if (calls_->primary_ctx_release != nullptr) calls_->primary_ctx_release(device);
   });
 }
@@ -151,7 +192,7 @@ CUresult ContextAccounting::ReleasePrimary(CUdevice device, FunctionRef<CUresult
   // The last release destroyed it (and the allocations it owned). Claimed after the fact: before
   // the call nobody knows whether this release is the last.
   Record record;
-  if (FindPrimary(device, &record) && TakeRecord(record.ctx, /*primary=*/true, &record)) {
+  if (FindPrimary(device, &record) && TakeRecord(record.ctx, Kind::kPrimary, &record)) {
     Credit(record, memory_->ClaimOwnedBy(record.ctx));
   }
   return rc;
@@ -176,7 +217,7 @@ CUresult ContextAccounting::ResetPrimary(CUdevice device, FunctionRef<CUresult(C
       calls_->primary_ctx_get_state(device, &flags, &active) == CUDA_SUCCESS && active != 0) {
     return rc;
   }
-  if (TakeRecord(record.ctx, /*primary=*/true, &record)) memory_->Rollback(record.charge);
+  if (TakeRecord(record.ctx, Kind::kPrimary, &record)) memory_->Rollback(record.charge);
   return rc;
 }
 

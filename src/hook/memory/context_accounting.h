@@ -10,6 +10,11 @@
 //   fails. Unknown contexts (primary ones included) are forwarded untouched.
 // - ReleasePrimary: after a successful release that left the primary context inactive, credits
 //   it and what it owned. ResetPrimary: claims first, credits on success.
+// - CreateGreen (cuGreenCtxCreate) is measured and charged like Create; the record is keyed by
+//   the green context's CUcontext (cuCtxFromGreenCtx: allocations made under it are attributed to
+//   that handle). Over the cap: destroyed again with cuGreenCtxDestroy. DestroyGreen
+//   (cuGreenCtxDestroy) credits it like Destroy. cuCtxDestroy of a green context's CUcontext is not
+//   how the driver ends one (it is treated as a primary context): forwarded, nothing credited.
 // - Context operations on one device are serialised by a per-device mutex (they are rare and the
 //   measurement must not interleave); allocation paths never take it.
 // - At most kMaxContexts charged contexts per process; one more is refused like an over-cap one
@@ -40,6 +45,9 @@ class ContextAccounting {
   // create(out) is the real cuCtxCreate* call.
   CUresult Create(CUcontext* pctx, CUdevice device, FunctionRef<CUresult(CUcontext*)> create);
   CUresult Destroy(CUcontext ctx, FunctionRef<CUresult(CUcontext)> destroy);
+  // create(out) is the real cuGreenCtxCreate call, destroy the real cuGreenCtxDestroy.
+  CUresult CreateGreen(CUgreenCtx* pgreen, CUdevice device, FunctionRef<CUresult(CUgreenCtx*)> create);
+  CUresult DestroyGreen(CUgreenCtx green, FunctionRef<CUresult(CUgreenCtx)> destroy);
   CUresult RetainPrimary(CUcontext* pctx, CUdevice device, FunctionRef<CUresult(CUcontext*)> retain);
   CUresult ReleasePrimary(CUdevice device, FunctionRef<CUresult(CUdevice)> release);
   CUresult ResetPrimary(CUdevice device, FunctionRef<CUresult(CUdevice)> reset);
@@ -54,23 +62,29 @@ class ContextAccounting {
   }
 
  private:
+  // How the driver ends a context: each kind is credited only by its own teardown.
+  enum class Kind : uint8_t { kCreated, kPrimary, kGreen };
+
   struct Record {
     CUcontext ctx = nullptr;
     CUdevice device = 0;
-    bool primary = false;
+    Kind kind = Kind::kCreated;
     Reservation charge;
     OverheadMethod method = OverheadMethod::kEstimate;
   };
 
   // Measures and charges a context `make` just created; on refusal `unmake` undoes it.
-  CUresult Admit(CUcontext* pctx, CUdevice device, bool primary, FunctionRef<CUresult(CUcontext*)> make,
+  CUresult Admit(CUcontext* pctx, CUdevice device, Kind kind, FunctionRef<CUresult(CUcontext*)> make,
                  FunctionRef<void(CUcontext)> unmake);
+  // Claims what the taken `record`'s context owned, runs the driver's `teardown`, credits on
+  // success and restores everything (record included) on failure.
+  CUresult TearDown(const Record& record, FunctionRef<CUresult()> teardown);
   // Credits a destroyed context's overhead and the claimed allocations it owned.
   void Credit(const Record& record, const std::vector<ClaimedEntry>& owned);
 
   // Registry of charged contexts, under registry_lock_.
   bool AddRecord(const Record& record);
-  bool TakeRecord(CUcontext ctx, bool primary, Record* record);
+  bool TakeRecord(CUcontext ctx, Kind kind, Record* record);
   bool FindPrimary(CUdevice device, Record* record) const;
   CUcontext AnyContextOn(CUdevice device) const;
 

@@ -93,6 +93,39 @@ class ContextAccountingTest : public ::testing::Test {
     });
   }
 
+  // A fake cuGreenCtxCreate on `device` that costs `overhead`; the new context is not current.
+  CUresult CreateGreen(CUdevice device, uint64_t overhead, CUgreenCtx* green) {
+    return contexts_.CreateGreen(green, device, [&](CUgreenCtx* out) {
+      *out = fake_.NewGreenContext(device);
+      fake_.nvml_usage[device] += overhead;
+      fake_.free_bytes[device] -= overhead;
+      return CUDA_SUCCESS;
+    });
+  }
+
+  // A fake cuGreenCtxDestroy that answers `rc`.
+  CUresult DestroyGreen(CUgreenCtx green, CUresult rc) {
+    return contexts_.DestroyGreen(green, [&](CUgreenCtx g) {
+      if (rc == CUDA_SUCCESS) fake_.green_contexts.erase(g);
+      return rc;
+    });
+  }
+
+  // A 64 MiB device allocation attributed to the current context, as the allocation wrappers do.
+  void AllocateUnderCurrentContext(CUcontext expected_owner, uint64_t key) {
+    Attribution at;
+    ASSERT_TRUE(accounting_.AttributeToCurrentContext(&at));
+    ASSERT_EQ(at.owner, expected_owner);
+    ASSERT_EQ(accounting_.Charged(
+                  PointerKind::kDevicePointer, at, 64 * kMiB,
+                  [&](uint64_t* out) {
+                    *out = key;
+                    return CUDA_SUCCESS;
+                  },
+                  [](uint64_t) {}),
+              CUDA_SUCCESS);
+  }
+
   OverheadMethod MethodOf(CUcontext ctx) {
     uint64_t bytes = 0;
     OverheadMethod method{};
@@ -278,6 +311,90 @@ TEST_F(ContextAccountingTest, PrimaryContextIsNotDestroyedThroughCtxDestroy) {
   EXPECT_EQ(contexts_.Destroy(ctx, [](CUcontext) { return CUDA_ERROR_INVALID_CONTEXT; }),
             CUDA_ERROR_INVALID_CONTEXT);
   EXPECT_EQ(Used(), 300 * kMiB);
+}
+
+TEST_F(ContextAccountingTest, GreenContextIsChargedUnderItsContextHandle) {
+  fake_.nvml_usage[0] = 0;
+  CUgreenCtx green = nullptr;
+  ASSERT_EQ(CreateGreen(0, 300 * kMiB, &green), CUDA_SUCCESS);
+  ASSERT_NE(green, nullptr);
+  EXPECT_EQ(Used(), 300 * kMiB);
+  EXPECT_EQ(MethodOf(fake_.green_contexts[green]), OverheadMethod::kNvmlProcess);
+  EXPECT_EQ(fake_.current, nullptr) << "the measurement left the context stack as it was";
+}
+
+TEST_F(ContextAccountingTest, GreenContextIsMeasuredThroughMemGetInfoBesideAnotherContext) {
+  fake_.nvml_available = false;
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(Create(0, 300 * kMiB, &ctx), CUDA_SUCCESS);
+  CUgreenCtx green = nullptr;
+  ASSERT_EQ(CreateGreen(0, 200 * kMiB, &green), CUDA_SUCCESS);
+  EXPECT_EQ(MethodOf(fake_.green_contexts[green]), OverheadMethod::kMemGetInfo);
+  EXPECT_EQ(Used(), kEstimatedContextOverhead + 200 * kMiB);
+}
+
+TEST_F(ContextAccountingTest, GreenContextOverTheCapIsDestroyedWithTheGreenDestroy) {
+  CUgreenCtx first = nullptr;
+  ASSERT_EQ(CreateGreen(0, 600 * kMiB, &first), CUDA_SUCCESS);
+  CUgreenCtx second = nullptr;
+  EXPECT_EQ(CreateGreen(0, 600 * kMiB, &second), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(second, nullptr);
+  ASSERT_EQ(fake_.green_destroyed.size(), 1u);
+  EXPECT_NE(fake_.green_destroyed[0], first);
+  EXPECT_TRUE(fake_.destroyed.empty()) << "a green context is never undone with cuCtxDestroy";
+  EXPECT_EQ(Used(), 600 * kMiB);
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{1, 0, 0, 0, 0}));
+}
+
+TEST_F(ContextAccountingTest, GreenDestroyCreditsTheContextAndWhatWasAllocatedUnderIt) {
+  CUgreenCtx green = nullptr;
+  ASSERT_EQ(CreateGreen(0, 300 * kMiB, &green), CUDA_SUCCESS);
+  const CUcontext ctx = fake_.green_contexts[green];
+  fake_.current = ctx;  // cuCtxFromGreenCtx + cuCtxSetCurrent
+  AllocateUnderCurrentContext(ctx, 0x2000);
+  EXPECT_EQ(Used(), 364 * kMiB);
+  // Its CUcontext counts as a primary context: cuCtxDestroy is forwarded and credits nothing.
+  bool forwarded = false;
+  EXPECT_EQ(contexts_.Destroy(ctx,
+                              [&](CUcontext) {
+                                forwarded = true;
+                                return CUDA_ERROR_INVALID_CONTEXT;
+                              }),
+            CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_TRUE(forwarded);
+  EXPECT_EQ(Used(), 364 * kMiB);
+  // A failing destroy changes nothing.
+  EXPECT_EQ(DestroyGreen(green, CUDA_ERROR_INVALID_VALUE), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(Used(), 364 * kMiB);
+  ASSERT_EQ(DestroyGreen(green, CUDA_SUCCESS), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u);
+  // Unknown now: forwarded untouched.
+  EXPECT_EQ(DestroyGreen(green, CUDA_ERROR_INVALID_HANDLE), CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST_F(ContextAccountingTest, GreenDestroyLeavesOtherContextsAllocationsCharged) {
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(Create(0, 300 * kMiB, &ctx), CUDA_SUCCESS);  // current now
+  AllocateUnderCurrentContext(ctx, 0x3000);
+  CUgreenCtx green = nullptr;
+  ASSERT_EQ(CreateGreen(0, 200 * kMiB, &green), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 564 * kMiB);
+  ASSERT_EQ(DestroyGreen(green, CUDA_SUCCESS), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 364 * kMiB);
+}
+
+TEST_F(ContextAccountingTest, GreenContextsWithoutCtxFromGreenCtxAreRefusedFailClosed) {
+  calls_.ctx_from_green_ctx = nullptr;
+  CUgreenCtx green = nullptr;
+  bool called = false;
+  EXPECT_EQ(contexts_.CreateGreen(&green, 0,
+                                  [&](CUgreenCtx*) {
+                                    called = true;
+                                    return CUDA_SUCCESS;
+                                  }),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_FALSE(called) << "no charge could be keyed to its allocations";
+  EXPECT_EQ(slice_.counters(), (slice::LedgerCounters{0, 1, 0, 0, 0}));
 }
 
 }  // namespace

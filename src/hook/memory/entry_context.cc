@@ -1,6 +1,6 @@
-// Exported wrappers: context creation and teardown. The device memory a context takes is measured
-// and charged (hook/memory/context_accounting.h); destroying, releasing the last reference to, or
-// resetting a context credits it with everything it owned.
+// Exported wrappers: context creation and teardown (green contexts included). The device memory a
+// context takes is measured and charged (hook/memory/context_accounting.h); destroying, releasing
+// the last reference to, or resetting a context credits it with everything it owned.
 #include "hook/compute/compute_gate.h"
 #include "hook/interpose/exports.h"
 #include "hook/memory/memory_hook.h"
@@ -41,6 +41,16 @@ CUresult ResetPrimary(CUdevice dev, Reset&& reset) {
   MemoryHook* hook = EnforcingMemoryHook();
   if (hook == nullptr) return reset(dev);
   return hook->contexts().ResetPrimary(dev, reset);
+}
+
+// The CUcontext of a green context, where its work (and this hook's markers) runs; null if the
+// driver cannot say (no green contexts, a bad handle: the destroy then fails on its own).
+CUcontext ContextOfGreenContext(CUgreenCtx green) {
+  using FromGreen = CUresult (*)(CUcontext*, CUgreenCtx);
+  static const auto from_green = reinterpret_cast<FromGreen>(fgpu::hook::RealCudaByName("cuCtxFromGreenCtx"));
+  CUcontext ctx = nullptr;
+  if (from_green == nullptr || green == nullptr || from_green(&ctx, green) != CUDA_SUCCESS) return nullptr;
+  return ctx;
 }
 
 }  // namespace
@@ -84,6 +94,25 @@ CUresult cuCtxDestroy(CUcontext ctx) {
   const auto real = FGPU_REAL_CUDA(cuCtxDestroy);
   if (real == nullptr) return MissingRealCuda();
   return DestroyContext(ctx, [&](CUcontext c) { return real(c); });
+}
+
+CUresult cuGreenCtxCreate(CUgreenCtx* phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) {
+  const auto real = FGPU_REAL_CUDA(cuGreenCtxCreate);
+  if (real == nullptr) return MissingRealCuda();
+  MemoryHook* hook = EnforcingMemoryHook();
+  if (hook == nullptr) return real(phCtx, desc, dev, flags);
+  return hook->contexts().CreateGreen(phCtx, dev, [&](CUgreenCtx* out) { return real(out, desc, dev, flags); });
+}
+
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  const auto real = FGPU_REAL_CUDA(cuGreenCtxDestroy);
+  if (real == nullptr) return MissingRealCuda();
+  if (fgpu::hook::ComputeGateArmed()) {
+    if (const CUcontext ctx = ContextOfGreenContext(hCtx); ctx != nullptr) fgpu::hook::ComputeContextClosing(ctx, -1);
+  }
+  MemoryHook* hook = EnforcingMemoryHook();
+  if (hook == nullptr) return real(hCtx);
+  return hook->contexts().DestroyGreen(hCtx, [&](CUgreenCtx green) { return real(green); });
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {

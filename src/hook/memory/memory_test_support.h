@@ -100,6 +100,10 @@ struct FakeDriver {
   std::map<CUdevice, int> primary_active;
   int primary_releases = 0;
   std::vector<CUcontext> destroyed;
+  // Green contexts: handle -> the CUcontext cuCtxFromGreenCtx gives.
+  std::map<CUgreenCtx, CUcontext> green_contexts;
+  std::vector<CUgreenCtx> green_destroyed;
+  uintptr_t greens_made = 0;
   // NVML: this process's usage per device; absent device: pid not listed.
   bool nvml_available = true;
   bool nvml_lists_pid = true;
@@ -114,6 +118,13 @@ struct FakeDriver {
     auto ctx = reinterpret_cast<CUcontext>(uintptr_t{1000} + context_devices.size());
     context_devices[ctx] = device;
     return ctx;
+  }
+
+  // A green context on `device` with a context of its own (not made current), as the simulator has.
+  CUgreenCtx NewGreenContext(CUdevice device) {
+    auto green = reinterpret_cast<CUgreenCtx>(uintptr_t{5000} + ++greens_made);
+    green_contexts[green] = NewContext(device);
+    return green;
   }
 
   RealCalls Calls() const {
@@ -174,6 +185,17 @@ struct FakeDriver {
     };
     calls.ctx_destroy = [](CUcontext ctx) {
       active->destroyed.push_back(ctx);
+      return CUDA_SUCCESS;
+    };
+    calls.ctx_from_green_ctx = [](CUcontext* ctx, CUgreenCtx green) {
+      auto it = active->green_contexts.find(green);
+      if (it == active->green_contexts.end()) return CUDA_ERROR_INVALID_HANDLE;
+      *ctx = it->second;
+      return CUDA_SUCCESS;
+    };
+    calls.green_ctx_destroy = [](CUgreenCtx green) {
+      active->green_destroyed.push_back(green);
+      active->green_contexts.erase(green);
       return CUDA_SUCCESS;
     };
     calls.primary_ctx_get_state = [](CUdevice device, unsigned int* flags, int* is_active) {
