@@ -337,6 +337,14 @@ const layout::LimitsDevice* LimitsDeviceOf(const AttachedLedger& impl, int devic
 
 bool Ledger::Reserve(int device, uint64_t bytes) { return ReserveBytes(*impl_, device, bytes, /*lane=*/-1); }
 
+bool Ledger::ReserveOverCap(int device, uint64_t bytes) {
+  AttachedLedger& impl = *impl_;
+  if (device < 0 || device >= impl.device_count || impl.slot < 0 || bytes > layout::kMaxBytes) return false;
+  if (bytes == 0) return true;
+  LaneHold hold(impl, device, impl.protocol.NegativeLanes(impl.slot, device));
+  return impl.protocol.Apply(impl.slot, hold.lane(), device, static_cast<int64_t>(bytes), /*check_cap=*/false);
+}
+
 void Ledger::Release(int device, uint64_t bytes) { ReleaseBytes(*impl_, device, bytes, /*lane=*/-1); }
 
 uint32_t Ledger::ComputeShare(int device) const {

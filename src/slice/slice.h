@@ -178,6 +178,11 @@ class Ledger {
   // thread: no interleaving can admit past the cap. On refusal, reaps dead processes (slow path:
   // syscalls) and tries once more. False: nothing changed.
   bool Reserve(int device, uint64_t bytes);
+  // Charges `bytes` whatever the cap: for memory the driver placed and cannot take back (a
+  // library's lazily placed variables), so the ledger keeps saying what the device holds. Used
+  // may then exceed the cap, as after a cap lowered under a running workload. False only for
+  // a device outside the slice or a process without a slot.
+  bool ReserveOverCap(int device, uint64_t bytes);
   // Returns bytes charged by this process (a free, or the rollback of a failed real call).
   void Release(int device, uint64_t bytes);
   int ReapDeadProcesses();

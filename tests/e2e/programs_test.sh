@@ -132,6 +132,38 @@ case_green_contexts_in_a_slice() {
   [ "$last" -eq "$start" ] || fail "destroying the green contexts did not give everything back: $OUT"
 }
 
+# A library's globals are placed lazily, at first use (the driver's default since CUDA 12.2, and
+# the simulator's): in a 1 GiB slice (500 MiB of it the context) three libraries of 200 MiB load
+# for nothing; cuLibraryGetGlobal places and charges the first two, refuses the third with
+# CUDA_ERROR_OUT_OF_MEMORY (its memory placed all the same, so charged: the slice shows none
+# free) and refuses it again; unloading gives everything back (docs/hook-memory.md "Lazily
+# placed libraries").
+case_library_globals_in_a_slice() {
+  [ -f "$FGPU_BUILD_SIM_LIBDIR/libcuda.so.1" ] || skip "the simulated driver is not built"
+  [ -f "$FGPU_BIN_DIR/../lib/fgpu/libfgpu.so" ] || skip "the interposer is not built"
+  [ -x /usr/bin/python3 ] || skip "/usr/bin/python3 is not installed"
+  mib=1048576
+  run_fgpu sim run --segment "/fgpu-e2e-library-$$" -- "$FGPU" run --memory 1GiB -- \
+    /usr/bin/python3 "$PROGRAMS/library_globals.py" $((200 * mib)) 3
+  expect_status 0
+  free_of() { printf '%s' "$1" | sed -n 's/.*"free": \([0-9]*\).*/\1/p'; }
+  line() { printf '%s\n' "$OUT" | grep "\"step\": \"$1\"" | grep "\"index\": $2[,}]"; }
+  start=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "start"')")
+  loaded=$(free_of "$(line load 2)")
+  [ "$(printf '%s\n' "$OUT" | grep -c '"step": "load", "code": 0,')" -eq 3 ] || fail "a load failed: $OUT"
+  [ "$loaded" -eq "$start" ] || fail "loading charged $((start - loaded)) bytes before any use: $OUT"
+  case "$(line place 0)$(line again 0)$(line place 1)" in
+    *'"code": 0,'*'"code": 0,'*'"code": 0,'*) ;; *) fail "the first two libraries were not placed: $OUT" ;; esac
+  [ $((start - $(free_of "$(line place 0)"))) -eq $((200 * mib)) ] ||
+    fail "placing 200 MiB charged $((start - $(free_of "$(line place 0)"))) bytes: $OUT"
+  case "$(line place 2)" in *'"code": 2,'*'"free": 0,'*) ;;
+    *) fail "the third library was not refused (and charged) at the cap: $OUT" ;; esac
+  case "$(line again 2)" in *'"code": 2,'*) ;; *) fail "the refused library was handed out after all: $OUT" ;; esac
+  last=$(free_of "$(printf '%s\n' "$OUT" | grep '"step": "unload", "code": 0,' | tail -n 1)")
+  [ "$(printf '%s\n' "$OUT" | grep -c '"step": "unload", "code": 0,')" -eq 3 ] || fail "an unload failed: $OUT"
+  [ "$last" -eq "$start" ] || fail "unloading did not give the libraries' memory back: $OUT"
+}
+
 # A VMM allocation shared through a file descriptor (NCCL's and PyTorch's expandable segments' way)
 # is charged once, to its creator: the import and its release leave the slice's free memory as
 # it was; releasing the original gives the 1 GiB back (HAMi's exporter-only policy too).

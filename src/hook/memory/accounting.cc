@@ -82,6 +82,25 @@ bool MemoryAccounting::Resize(const Attribution& at, uint64_t bytes, Reservation
   return true;
 }
 
+bool MemoryAccounting::GrowOverCap(const Attribution& at, uint64_t bytes, Reservation* reservation,
+                                   bool* over_cap) {
+  *over_cap = false;
+  CudaDeviceFacts facts;
+  if (!devices_->Cuda(at.device, &facts)) return RefusedFailClosed();
+  if (facts.slice_device == kNotInSlice) return RefusedOverCap();
+  if (reservation->bytes != 0 && reservation->slice_device != facts.slice_device) return RefusedFailClosed();
+  const uint64_t total = RoundUpToGranule(reservation->bytes + bytes, facts.granularity);
+  const uint64_t more = total - reservation->bytes;
+  if (!ledger_->Reserve(facts.slice_device, more)) {
+    if (!ledger_->ReserveOverCap(facts.slice_device, more)) return RefusedFailClosed();
+    *over_cap = true;
+    ledger_->CountOomRefusal();
+  }
+  reservation->slice_device = facts.slice_device;
+  reservation->bytes = total;
+  return true;
+}
+
 void MemoryAccounting::Rollback(const Reservation& reservation) {
   Release(reservation.slice_device, reservation.bytes);
 }

@@ -75,6 +75,16 @@ class MemoryAccounting {
   // growth is refused, and counted): the reservation is unchanged.
   bool Resize(const Attribution& at, uint64_t bytes, Reservation* reservation);
   void Rollback(const Reservation& reservation);
+  // Grows `reservation` (empty, or on at's device) by `bytes`, the total rounded to the
+  // granularity, whatever the cap: for memory the driver placed and cannot take back.
+  // *over_cap: the cap was passed (counted as a refusal). False: the device is unknown or
+  // outside the slice; nothing changed.
+  bool GrowOverCap(const Attribution& at, uint64_t bytes, Reservation* reservation, bool* over_cap);
+  // Whether key has an entry (a lock-free table probe).
+  bool Holds(PointerKind kind, uint64_t key) const {
+    PointerEntry entry;
+    return table_->Find(kind, key, &entry);
+  }
   // Remembers key -> charge. False when the table cannot (counted as a fail-closed refusal):
   // the caller undoes and rolls back.
   bool Record(PointerKind kind, uint64_t key, const Attribution& at, const Reservation& reservation);

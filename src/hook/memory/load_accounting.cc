@@ -41,7 +41,43 @@ CUresult LoadAccounting::Load(PointerKind kind, FunctionRef<CUresult(uint64_t*)>
 }
 
 CUresult LoadAccounting::Unload(PointerKind kind, uint64_t handle, FunctionRef<CUresult()> unload) {
-  return memory_->Freed(kind, handle, unload);
+  const CUresult rc = memory_->Freed(kind, handle, unload);
+  ClaimedEntry refused;
+  if (rc == CUDA_SUCCESS && kind == PointerKind::kLibrary) memory_->Claim(PointerKind::kRefusedLibrary, handle, &refused);
+  return rc;
+}
+
+CUresult LoadAccounting::Place(uint64_t library, FunctionRef<CUresult()> place) {
+  Attribution at;
+  if (!memory_->AttributeToCurrentContext(&at)) return place();
+  if (memory_->Holds(PointerKind::kRefusedLibrary, library)) return CUDA_ERROR_OUT_OF_MEMORY;
+  PthreadLock lock(contexts_->DeviceLock(at.device));
+  const ContextMeter::Baseline before = meter_->Before(at.device, at.owner);
+  // Measured whatever the call returns: a lookup of a name the library lacks still places it.
+  const CUresult rc = place();
+  int64_t taken = 0;
+  if (!meter_->Change(before, at.device, at.owner, &taken) || taken <= 0) return rc;
+  at.owner = nullptr;  // the library's record: the process owns it, as at its load
+  const CUresult charged = ChargePlacement(at, library, static_cast<uint64_t>(taken));
+  return charged != CUDA_SUCCESS ? charged : rc;
+}
+
+CUresult LoadAccounting::ChargePlacement(const Attribution& at, uint64_t library, uint64_t taken) {
+  ClaimedEntry old;
+  Reservation reservation;
+  if (memory_->Claim(PointerKind::kLibrary, library, &old)) reservation = {old.entry.device, old.entry.bytes};
+  bool over_cap = false;
+  if (!memory_->GrowOverCap(at, taken, &reservation, &over_cap)) {
+    // The device cannot be charged at all: keep what the library had, refuse its use.
+    if (reservation.bytes != 0) memory_->Record(PointerKind::kLibrary, library, at, reservation);
+    over_cap = true;
+  } else if (!memory_->Record(PointerKind::kLibrary, library, at, reservation)) {
+    memory_->Rollback(reservation);  // a charge no unload could find: not kept (counted fail-closed)
+    over_cap = true;
+  }
+  if (!over_cap) return CUDA_SUCCESS;
+  memory_->Record(PointerKind::kRefusedLibrary, library, at, Reservation{reservation.slice_device, 0});
+  return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 CUresult LoadAccounting::SetLimit(CUlimit limit, size_t value, FunctionRef<CUresult(size_t)> set,

@@ -15,6 +15,13 @@
 // - SetLimit: measured the same way; growth is reserved (over the cap: the old value is set
 //   back and CUDA_ERROR_OUT_OF_MEMORY returned), memory the driver gives back is credited, up to
 //   what that (context, limit) pair was charged.
+// - Place (lazy loading): a library's code and variables are placed in a context at first use
+//   (cuLibraryGetGlobal/Managed/Module/Kernel, cuKernelGetFunction, ...), not at its load. Such
+//   a call is measured the same way, successful or not, and the growth added to the library's
+//   record. The placement cannot be undone short of unloading the library: over the cap the
+//   charge is forced (the ledger keeps equal to the device), the call returns
+//   CUDA_ERROR_OUT_OF_MEMORY, and every later placing call on that library is refused the same
+//   way, unforwarded, until cuLibraryUnload credits the whole record.
 // - One measured operation per device at a time, contexts included (ContextAccounting's device
 //   mutex): samples never interleave. These are slow paths; nothing here is on an allocation or launch path.
 #pragma once
@@ -39,6 +46,8 @@ class LoadAccounting {
 
   // load(uint64_t* handle) calls the driver; unload(handle) undoes a load whose charge is refused.
   CUresult Load(PointerKind kind, FunctionRef<CUresult(uint64_t*)> load, FunctionRef<void(uint64_t)> unload);
+  // place() is a driver call that may place `library`'s code or variables in the current context.
+  CUresult Place(uint64_t library, FunctionRef<CUresult()> place);
   // unload() calls the driver for `handle`.
   CUresult Unload(PointerKind kind, uint64_t handle, FunctionRef<CUresult()> unload);
   // set(value) is the real cuCtxSetLimit(limit, value); get(*value) the real cuCtxGetLimit.
@@ -49,6 +58,8 @@ class LoadAccounting {
   // Charges `taken` more bytes to (context, limit)'s record; false: refused over the cap.
   bool GrowLimit(const Attribution& at, uint64_t key, uint64_t taken);
   void ShrinkLimit(uint64_t key, uint64_t given_back);
+  // Adds what a placement took to the library's record; CUDA_ERROR_OUT_OF_MEMORY past the cap.
+  CUresult ChargePlacement(const Attribution& at, uint64_t library, uint64_t taken);
 
   MemoryAccounting* memory_;
   ContextMeter* meter_;

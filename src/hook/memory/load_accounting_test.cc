@@ -62,6 +62,33 @@ class LoadAccountingTest : public ::testing::Test {
     });
   }
 
+  CUresult LoadLibrary(uint64_t handle, int64_t bytes) {
+    return loads_.Load(
+        PointerKind::kLibrary,
+        [&](uint64_t* out) {
+          Take(bytes);
+          *out = handle;
+          return CUDA_SUCCESS;
+        },
+        [&](uint64_t) { Take(-bytes); });
+  }
+
+  // A lazily loading driver's call on `library` that places `bytes` and returns `rc`.
+  CUresult Place(uint64_t library, int64_t bytes, CUresult rc = CUDA_SUCCESS) {
+    return loads_.Place(library, [&] {
+      Take(bytes);
+      ++placed_;
+      return rc;
+    });
+  }
+
+  CUresult UnloadLibrary(uint64_t handle, int64_t bytes) {
+    return loads_.Unload(PointerKind::kLibrary, handle, [&] {
+      Take(-bytes);
+      return CUDA_SUCCESS;
+    });
+  }
+
   // cuCtxSetLimit(MALLOC_HEAP_SIZE, value) on a driver that reserves the heap at once.
   CUresult SetHeap(size_t value) {
     return loads_.SetLimit(
@@ -89,6 +116,7 @@ class LoadAccountingTest : public ::testing::Test {
   CUcontext ctx_ = nullptr;
   size_t heap_ = 0;
   int unloaded_ = 0;
+  int placed_ = 0;
 };
 
 TEST_F(LoadAccountingTest, AModuleIsChargedWhatItsLoadTookAndCreditedAtUnload) {
@@ -181,6 +209,61 @@ TEST_F(LoadAccountingTest, GivingBackMoreThanWasChargedCreditsOnlyTheCharge) {
   EXPECT_EQ(Used(), 0u);
   ASSERT_EQ(LoadModule(7, 10 * kMiB), CUDA_SUCCESS);
   EXPECT_EQ(Used(), 10 * kMiB) << "nothing was credited that was not charged";
+}
+
+TEST_F(LoadAccountingTest, ALibrarysLazyPlacementIsAddedToItsRecordAndCreditedAtUnload) {
+  ASSERT_EQ(LoadLibrary(7, 2 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(Place(7, 10 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 12 * kMiB);
+  ASSERT_EQ(Place(7, 0), CUDA_SUCCESS) << "placed already: nothing more";
+  EXPECT_EQ(Used(), 12 * kMiB);
+  ASSERT_EQ(UnloadLibrary(7, 12 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u);
+}
+
+TEST_F(LoadAccountingTest, ALibraryWhoseLoadTookNothingIsChargedAtItsFirstUse) {
+  ASSERT_EQ(LoadLibrary(7, 0), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u);
+  ASSERT_EQ(Place(7, 3 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 4 * kMiB) << "rounded to the granularity";
+  ASSERT_EQ(UnloadLibrary(7, 3 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u);
+}
+
+TEST_F(LoadAccountingTest, APlacementIsChargedEvenWhenTheCallFails) {
+  // cuLibraryGetGlobal of a name the library lacks places the library all the same.
+  EXPECT_EQ(Place(7, 6 * kMiB, CUDA_ERROR_NOT_FOUND), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(Used(), 6 * kMiB);
+}
+
+TEST_F(LoadAccountingTest, APlacementOverTheCapIsChargedAndRefusedUntilTheLibraryIsUnloaded) {
+  ASSERT_EQ(LoadModule(8, 900 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(LoadLibrary(7, 0), CUDA_SUCCESS);
+  EXPECT_EQ(Place(7, 200 * kMiB), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(Used(), 1100 * kMiB) << "the placement cannot be undone: the ledger says what the device holds";
+  EXPECT_EQ(slice_.counters().oom_refusals, 1u);
+  EXPECT_EQ(Place(7, 0), CUDA_ERROR_OUT_OF_MEMORY) << "later uses of the library are refused too";
+  EXPECT_EQ(placed_, 1) << "and not forwarded";
+  EXPECT_EQ(LoadModule(9, 2 * kMiB), CUDA_ERROR_OUT_OF_MEMORY) << "the slice is over its cap";
+  ASSERT_EQ(UnloadLibrary(7, 200 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 900 * kMiB);
+  EXPECT_EQ(Place(7, 0), CUDA_SUCCESS) << "a handle used again after unload is the driver's to judge";
+  EXPECT_EQ(placed_, 2);
+}
+
+TEST_F(LoadAccountingTest, PlacementsInTwoContextsAddUp) {
+  ASSERT_EQ(Place(7, 4 * kMiB), CUDA_SUCCESS);
+  fake_.current = fake_.NewContext(0);
+  ASSERT_EQ(Place(7, 4 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 8 * kMiB);
+  ASSERT_EQ(UnloadLibrary(7, 8 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u);
+}
+
+TEST_F(LoadAccountingTest, WithoutACurrentContextAPlacementIsForwarded) {
+  fake_.current = nullptr;
+  EXPECT_EQ(Place(7, 4 * kMiB), CUDA_SUCCESS);
+  EXPECT_EQ(Used(), 0u);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ enum class PointerKind : uint32_t {
   kLibrary = 6,         // cuLibraryLoad* (measured)
   kContextLimit = 7,    // cuCtxSetLimit: a (context, limit) pair's reservation (measured)
   kExternalMemory = 8,  // cuImportExternalMemory
+  kRefusedLibrary = 9,  // a library whose lazy placement passed the cap (no bytes: a marker until unload)
 };
 
 struct PointerEntry {
