@@ -84,6 +84,22 @@ TEST_F(LedgerTest, ReservesUpToTheCapExactly) {
   EXPECT_EQ(admin_->Usage().used[0], kGiB);
 }
 
+TEST_F(LedgerTest, ReserveOverCapChargesPastTheCapAndReleasesAsUsual) {
+  Create(OneDeviceSpec(kGiB));
+  Ledger* ledger = Attach();
+  ASSERT_NE(ledger, nullptr);
+  ASSERT_TRUE(ledger->Reserve(0, 900 * kMiB));
+  EXPECT_TRUE(ledger->ReserveOverCap(0, 200 * kMiB));
+  EXPECT_EQ(ledger->Used(0), 1100 * kMiB);
+  EXPECT_EQ(admin_->Usage().used[0], 1100 * kMiB);
+  EXPECT_FALSE(ledger->Reserve(0, 1)) << "over the cap: nothing more is admitted";
+  EXPECT_FALSE(ledger->ReserveOverCap(1, 1)) << "a device outside the slice";
+  EXPECT_FALSE(ledger->ReserveOverCap(0, ~uint64_t{0}));
+  ledger->Release(0, 200 * kMiB);
+  EXPECT_EQ(ledger->Used(0), 900 * kMiB);
+  EXPECT_TRUE(ledger->Reserve(0, 124 * kMiB));
+}
+
 TEST_F(LedgerTest, ReleaseIsClampedToThisProcessCharge) {
   Create(TwoDeviceSpec(kGiB, kGiB));
   Ledger* ledger = Attach();
