@@ -10,28 +10,18 @@ Exits 0 whatever the driver answers (the caller judges the lines), 1 if the driv
 loaded or initialised.
 """
 import ctypes
-import json
 import sys
+
+from module_globals import open_primary_context, step_printer, table_ptx
 
 
 def main(argv):
     size, count = int(argv[1]), int(argv[2])
-    cuda = ctypes.CDLL("libcuda.so.1")
-    ctx = ctypes.c_void_p()
-    if (cuda.cuInit(0) != 0 or cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) != 0
-            or cuda.cuCtxSetCurrent(ctx) != 0):
-        print(json.dumps({"step": "init", "ok": False}))
+    cuda = open_primary_context()
+    if cuda is None:
         return 1
-    ptx = (".version 7.0\n.target sm_70\n.address_size 64\n"
-           f".visible .global .align 8 .b8 table[{size}];\n"
-           ".visible .entry touch()\n{\n ret;\n}\n").encode() + b"\0"
-    free, total = ctypes.c_size_t(), ctypes.c_size_t()
-
-    def step(name, rc, **extra):
-        cuda.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total))
-        line = {"step": name, "code": rc, "free": free.value}
-        line.update(extra)
-        print(json.dumps(line), flush=True)
+    ptx = table_ptx(size)
+    step = step_printer(cuda)
 
     step("start", 0)
     libraries = []

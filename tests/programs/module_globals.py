@@ -12,17 +12,26 @@ import json
 import sys
 
 
-def main(argv):
-    size, count = int(argv[1]), int(argv[2])
+def open_primary_context():
+    """libcuda.so.1 with device 0's primary context current; None (after an "init" line) if not."""
     cuda = ctypes.CDLL("libcuda.so.1")
     ctx = ctypes.c_void_p()
     if (cuda.cuInit(0) != 0 or cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) != 0
             or cuda.cuCtxSetCurrent(ctx) != 0):
         print(json.dumps({"step": "init", "ok": False}))
-        return 1
-    ptx = (".version 7.0\n.target sm_70\n.address_size 64\n"
-           f".visible .global .align 8 .b8 table[{size}];\n"
-           ".visible .entry touch()\n{\n ret;\n}\n").encode() + b"\0"
+        return None
+    return cuda
+
+
+def table_ptx(size):
+    """A PTX image holding one .global array `table` of `size` bytes."""
+    return (".version 7.0\n.target sm_70\n.address_size 64\n"
+            f".visible .global .align 8 .b8 table[{size}];\n"
+            ".visible .entry touch()\n{\n ret;\n}\n").encode() + b"\0"
+
+
+def step_printer(cuda):
+    """step(name, rc, **extra): one JSON line with the driver's answer and the free bytes now."""
     free, total = ctypes.c_size_t(), ctypes.c_size_t()
 
     def step(name, rc, **extra):
@@ -30,6 +39,16 @@ def main(argv):
         line = {"step": name, "code": rc, "free": free.value}
         line.update(extra)
         print(json.dumps(line), flush=True)
+    return step
+
+
+def main(argv):
+    size, count = int(argv[1]), int(argv[2])
+    cuda = open_primary_context()
+    if cuda is None:
+        return 1
+    ptx = table_ptx(size)
+    step = step_printer(cuda)
 
     step("start", 0)
     modules = []
